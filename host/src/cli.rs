@@ -1,0 +1,286 @@
+//! The command line: `runbox run`, `runbox runtimes`, `runbox plugins …`, `runbox mcp`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::artifact::{Cache, Progress};
+use crate::engine::SandboxEngine;
+use crate::manifest::Manifest;
+use crate::outcome::RunStatus;
+use crate::plugin::cache_state;
+use crate::sandbox::output::Channel;
+use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+
+/// Exit status of `runbox run` when the program hit the deadline.
+pub const EXIT_TIMEOUT: u8 = 124;
+/// Exit status of `runbox run` when runbox itself failed (bad arguments, plugins, fetch).
+pub const EXIT_RUNBOX_ERROR: u8 = 125;
+/// Exit status of `runbox run` when the program crashed (a trap) or its runtime failed.
+pub const EXIT_CRASHED: u8 = 126;
+/// Exit status of `runbox run` when the program was stopped by the output or memory cap.
+pub const EXIT_TERMINATED: u8 = 127;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "runbox",
+    version,
+    about = "Run untrusted code in WebAssembly sandboxes: an MCP server and a command line",
+    after_help = "Exit status of `runbox run`: the program's own exit code; 124 timeout; \
+                  125 runbox error; 126 crashed; 127 terminated (output or memory cap)."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// A plugins.toml that replaces the built-in runtime list.
+    #[arg(long, global = true, env = "RUNBOX_PLUGINS", value_name = "FILE")]
+    pub plugins: Option<PathBuf>,
+    /// Where artifacts and compiled runtimes are cached [default: $XDG_CACHE_HOME/runbox].
+    #[arg(long, global = true, env = "RUNBOX_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Show no progress bars.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a program in the sandbox and print its output.
+    Run(RunArgs),
+    /// List the runtimes and whether their artifacts are fetched and compiled.
+    Runtimes,
+    /// Manage plugin artifacts.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+    /// Serve MCP (the `run_code` tool) on stdio, or on streamable HTTP with --http.
+    Mcp(crate::mcp::McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The runtime, e.g. python, quickjs, ruby, php-cgi (see `runbox runtimes`).
+    pub runtime: String,
+    /// The program file; `-` or nothing reads it from standard input.
+    pub file: Option<PathBuf>,
+    /// A file given to the program as standard input (default: none, end of input at once).
+    #[arg(long, value_name = "FILE")]
+    pub stdin: Option<PathBuf>,
+    /// Wall-clock limit in seconds (fractions allowed).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub timeout: f64,
+    /// Memory limit in MiB, shared by everything the run starts.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Output limit per stream in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub output_bytes: usize,
+    /// Arguments for the program.
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// Fetch and compile the artifacts of every runtime, or of the named ones.
+    Fetch {
+        names: Vec<String>,
+    },
+}
+
+impl GlobalArgs {
+    fn manifest(&self) -> Result<Manifest> {
+        Ok(Manifest::load_or_builtin(self.plugins.as_deref())?)
+    }
+
+    fn cache(&self) -> Result<Cache> {
+        Ok(match &self.cache_dir {
+            Some(dir) => Cache::at(dir.clone()),
+            None => Cache::from_env()?,
+        })
+    }
+
+    fn progress(&self) -> Progress {
+        if self.quiet {
+            Progress::hidden()
+        } else {
+            Progress::stderr()
+        }
+    }
+
+    /// Loads the runtimes (fetching and compiling what is missing) off the async runtime.
+    pub async fn load(&self, options: RunboxOptions) -> Result<Runbox> {
+        let manifest = self.manifest()?;
+        let cache = self.cache()?;
+        let progress = self.progress();
+        let runbox = tokio::task::spawn_blocking(move || {
+            Runbox::load(&manifest, &cache, options, &progress)
+        })
+        .await??;
+        Ok(runbox)
+    }
+}
+
+/// Runs the CLI; returns the process exit status.
+pub async fn main(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Run(args) => run(&cli.global, args).await,
+        Command::Runtimes => runtimes(&cli.global).map(|()| 0),
+        Command::Plugins(PluginsCommand::Fetch { names }) => {
+            let options = RunboxOptions {
+                only: names,
+                ..RunboxOptions::default()
+            };
+            let runbox = cli.global.load(options).await?;
+            eprintln!("ready: {}", runbox.runtime_names().join(", "));
+            Ok(0)
+        }
+        Command::Mcp(args) => crate::mcp::main(&cli.global, args).await.map(|()| 0),
+    }
+}
+
+async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    if args.memory_mb == 0 {
+        bail!("--memory-mb must be at least 1");
+    }
+    let code = match args.file.as_deref() {
+        None => read_stdin()?,
+        Some(p) if p.as_os_str() == "-" => read_stdin()?,
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read program file {}", p.display()))?,
+    };
+    let stdin = match &args.stdin {
+        Some(p) => Some(
+            std::fs::read(p).with_context(|| format!("cannot read stdin file {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let options = RunboxOptions {
+        limits: LimitSettings {
+            default_timeout: timeout,
+            max_timeout: timeout,
+            memory_bytes: args.memory_mb << 20,
+            output_bytes: args.output_bytes,
+        },
+        max_concurrent: 1,
+        only: vec![args.runtime.clone()],
+    };
+    // Check the name before loading anything, so a typo fails fast and clearly.
+    let manifest = global.manifest()?;
+    if !manifest.plugins.contains_key(&args.runtime) {
+        let valid: Vec<_> = manifest.plugins.keys().cloned().collect();
+        bail!(
+            "unknown runtime `{}`; valid runtimes: {}",
+            args.runtime,
+            valid.join(", ")
+        );
+    }
+    let runbox = global.load(options).await?;
+    let cancel = CancellationToken::new();
+    let ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.cancel();
+        }
+    });
+    let outcome = runbox
+        .run(
+            RunRequest {
+                runtime: args.runtime,
+                code,
+                stdin,
+                args: args.args,
+                limits: LimitOverrides::default(),
+            },
+            cancel,
+        )
+        .await?;
+    // Replay the output as a terminal would have shown it, each piece on its own stream.
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    for (channel, bytes) in outcome.raw.tty_segments() {
+        match channel {
+            Channel::Stdout => out.write_all(bytes)?,
+            Channel::Stderr => {
+                out.flush()?;
+                err.write_all(bytes)?;
+            }
+        }
+    }
+    out.flush()?;
+    if let Some(e) = &outcome.error {
+        writeln!(err, "runbox: {}: {e}", outcome.status.as_str())?;
+    }
+    Ok(match outcome.status {
+        RunStatus::Completed => exit_status_byte(outcome.exit_code.unwrap_or(0)),
+        RunStatus::Timeout => EXIT_TIMEOUT,
+        RunStatus::Crashed => EXIT_CRASHED,
+        RunStatus::Terminated => EXIT_TERMINATED,
+    })
+}
+
+/// A program's exit code as a process exit status (the low 8 bits, like a shell).
+fn exit_status_byte(code: i32) -> u8 {
+    (code & 0xff) as u8
+}
+
+fn read_stdin() -> Result<String> {
+    let mut code = String::new();
+    std::io::stdin()
+        .read_to_string(&mut code)
+        .context("cannot read the program from standard input")?;
+    Ok(code)
+}
+
+fn runtimes(global: &GlobalArgs) -> Result<()> {
+    let manifest = global.manifest()?;
+    let cache = global.cache()?;
+    let engine = SandboxEngine::new(&cache.root().join("compiled"))?;
+    println!(
+        "{:<10} {:<12} {:<20} {:<8} {:<8}",
+        "NAME", "LANGUAGE", "VERSION", "FETCHED", "COMPILED"
+    );
+    for spec in manifest.plugins.values() {
+        let state = cache_state(spec, &cache, &engine);
+        let yes_no = |b: bool| if b { "yes" } else { "no" };
+        println!(
+            "{:<10} {:<12} {:<20} {:<8} {:<8}",
+            spec.name,
+            spec.language,
+            spec.version,
+            yes_no(state.fetched),
+            yes_no(state.compiled)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn exit_codes_keep_the_low_byte() {
+        assert_eq!(exit_status_byte(3), 3);
+        assert_eq!(exit_status_byte(256 + 7), 7);
+        assert_eq!(exit_status_byte(-1), 255);
+    }
+}

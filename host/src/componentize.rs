@@ -1,0 +1,166 @@
+//! Turns a WASI preview1 command module into a component the host can run.
+//!
+//! The official `wasi_snapshot_preview1` command adapter bridges preview1 to WASI 0.2.
+//! One thing it loses: every non-zero `proc_exit(n)` becomes exit code 1. So before
+//! encoding, the module's `proc_exit` import is re-pointed at the host's
+//! `runbox:plugin/exit` interface, which ends the program with the real code.
+
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{ImportSection, RawSection};
+use wasmparser::{Parser, Payload};
+use wit_component::{ComponentEncoder, StringEncoding};
+use wit_parser::Resolve;
+
+/// The WIT package, for the `tool` world's metadata.
+const WIT: &str = include_str!("../../wit/runbox.wit");
+/// The core module and field the host's exit hook is imported under.
+pub const EXIT_MODULE: &str = "runbox:plugin/exit@0.1.0";
+pub const EXIT_FIELD: &str = "exit";
+
+const PREVIEW1: &str = "wasi_snapshot_preview1";
+
+/// Bumped whenever the output of [`componentize`] changes for the same input, so that
+/// precompiled caches keyed on it are rebuilt.
+pub const COMPONENTIZE_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentizeError {
+    #[error("not a WebAssembly module: {0}")]
+    Parse(#[from] wasmparser::BinaryReaderError),
+    #[error("cannot re-encode the module's imports: {0}")]
+    Reencode(String),
+    #[error("cannot turn the module into a component: {0:#}")]
+    Encode(anyhow::Error),
+}
+
+/// What kind of WebAssembly binary a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryKind {
+    CoreModule,
+    Component,
+    NotWasm,
+}
+
+/// Tells a core module from a component by the header.
+pub fn binary_kind(bytes: &[u8]) -> BinaryKind {
+    match bytes.get(..8) {
+        Some([0, b'a', b's', b'm', _, _, 0, 0]) => BinaryKind::CoreModule,
+        Some([0, b'a', b's', b'm', _, _, 1, 0]) => BinaryKind::Component,
+        _ => BinaryKind::NotWasm,
+    }
+}
+
+/// Componentizes a preview1 command module, keeping real exit codes.
+pub fn componentize(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
+    let mut module = reroute_proc_exit(module)?;
+    let mut resolve = Resolve::default();
+    let pkg = resolve
+        .push_str("runbox.wit", WIT)
+        .map_err(ComponentizeError::Encode)?;
+    let world = resolve
+        .select_world(&[pkg], Some("tool"))
+        .map_err(ComponentizeError::Encode)?;
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        StringEncoding::UTF8,
+        false,
+    )
+    .map_err(ComponentizeError::Encode)?;
+    ComponentEncoder::default()
+        .module(&module)
+        .and_then(|e| {
+            e.adapter(
+                PREVIEW1,
+                wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
+            )
+        })
+        .and_then(|e| e.validate(true).encode())
+        .map_err(ComponentizeError::Encode)
+}
+
+/// Rewrites the import section so `wasi_snapshot_preview1.proc_exit` becomes
+/// `runbox:plugin/exit@0.1.0.exit`; every other section is copied byte for byte.
+fn reroute_proc_exit(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
+    let mut out = wasm_encoder::Module::new();
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload?;
+        if let Payload::ImportSection(reader) = &payload {
+            let mut imports = ImportSection::new();
+            for import in reader.clone().into_imports() {
+                let import = import?;
+                let ty = RoundtripReencoder
+                    .entity_type(import.ty)
+                    .map_err(|e| ComponentizeError::Reencode(e.to_string()))?;
+                let (m, n) = if import.module == PREVIEW1 && import.name == "proc_exit" {
+                    (EXIT_MODULE, EXIT_FIELD)
+                } else {
+                    (import.module, import.name)
+                };
+                imports.import(m, n, ty);
+            }
+            out.section(&imports);
+            continue;
+        }
+        if let Some((id, range)) = payload.as_section() {
+            out.section(&RawSection {
+                id,
+                data: &module[range.start as usize..range.end as usize],
+            });
+        }
+    }
+    Ok(out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn imports(module: &[u8]) -> Vec<(String, String)> {
+        let mut v = vec![];
+        for p in Parser::new(0).parse_all(module) {
+            if let Payload::ImportSection(r) = p.unwrap() {
+                for i in r.into_imports() {
+                    let i = i.unwrap();
+                    v.push((i.module.to_string(), i.name.to_string()));
+                }
+            }
+        }
+        v
+    }
+
+    const MODULE: &str = r#"(module
+        (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+        (memory (export "memory") 1)
+        (func (export "_start") (call $exit (i32.const 3))))"#;
+
+    #[test]
+    fn proc_exit_is_rerouted_and_other_imports_kept() {
+        let module = wat::parse_str(MODULE).unwrap();
+        let out = reroute_proc_exit(&module).unwrap();
+        assert_eq!(
+            imports(&out),
+            vec![
+                (PREVIEW1.to_string(), "fd_write".to_string()),
+                (EXIT_MODULE.to_string(), EXIT_FIELD.to_string()),
+            ]
+        );
+        wasmparser::Validator::new().validate_all(&out).unwrap();
+    }
+
+    #[test]
+    fn componentizes_a_command_module() {
+        let module = wat::parse_str(MODULE).unwrap();
+        let component = componentize(&module).unwrap();
+        assert_eq!(binary_kind(&component), BinaryKind::Component);
+    }
+
+    #[test]
+    fn binary_kinds() {
+        assert_eq!(binary_kind(b"\0asm\x01\0\0\0"), BinaryKind::CoreModule);
+        assert_eq!(binary_kind(b"\0asm\x0d\0\x01\0"), BinaryKind::Component);
+        assert_eq!(binary_kind(b"#!/bin/sh"), BinaryKind::NotWasm);
+    }
+}

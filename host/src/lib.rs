@@ -1,0 +1,17 @@
+//! runbox: run untrusted code in WebAssembly sandboxes, one component plugin per language.
+//!
+//! Reading order for one request: [`service`] (limits, scratch, outcome) →
+//! [`sandbox::store`] (a program's WASI context) → [`sandbox`]'s `process` host
+//! (spawning tools) → [`componentize`] / [`engine`] (how tools became components).
+
+pub mod adapters;
+pub mod artifact;
+pub mod cli;
+pub mod componentize;
+pub mod engine;
+pub mod manifest;
+pub mod mcp;
+pub mod outcome;
+pub mod plugin;
+pub mod sandbox;
+pub mod service;

@@ -1,0 +1,32 @@
+//! The `runbox` binary: logging to stderr, then the CLI.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use runbox::cli::{self, Cli};
+
+fn main() -> ExitCode {
+    // stdout belongs to the program's output (and to MCP in stdio mode): logs go to stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUNBOX_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runbox: cannot start the async runtime: {e}");
+            return ExitCode::from(cli::EXIT_RUNBOX_ERROR);
+        }
+    };
+    match runtime.block_on(cli::main(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("runbox: error: {e:#}");
+            ExitCode::from(cli::EXIT_RUNBOX_ERROR)
+        }
+    }
+}

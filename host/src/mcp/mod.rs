@@ -1,0 +1,116 @@
+//! `runbox mcp`: the MCP server. [`server`] is the handler (the `run_code` and
+//! `list_runtimes` tools), [`schema`] the shapes clients see, [`settings`] the flags; the
+//! transports are stdio (below) and streamable HTTP ([`http`]).
+
+pub mod http;
+pub mod schema;
+pub mod server;
+pub mod settings;
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use anyhow::{Context as _, Result};
+use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::GlobalArgs;
+
+pub use server::RunboxServer;
+pub use settings::McpArgs;
+
+/// `runbox mcp`: checks the settings, loads the runtimes (fetching and compiling what is
+/// missing, progress on stderr), then serves until the client goes away.
+pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
+    let options = args.runbox_options()?;
+    if let Some(addr) = args.http {
+        http::check_bind(addr, args.token())?;
+    }
+    let runbox = Arc::new(global.load(options).await?);
+    let names = runbox.runtime_names().join(", ");
+    let server = RunboxServer::new(runbox);
+    match args.http {
+        Some(addr) => {
+            http::serve(server, addr, args.token().map(str::to_owned), |url| {
+                if !global.quiet {
+                    eprintln!("runbox: serving MCP at {url} ({names})");
+                }
+            })
+            .await
+        }
+        None => {
+            if !global.quiet {
+                eprintln!("runbox: serving MCP on stdio ({names})");
+            }
+            serve_stdio(server).await
+        }
+    }
+}
+
+/// Serves one client on stdin/stdout. stdout carries only protocol messages.
+///
+/// When stdin ends the client is gone: every run still under way is cancelled at once
+/// (rmcp would otherwise let handlers finish for a few seconds before cancelling them).
+pub async fn serve_stdio(server: RunboxServer) -> Result<()> {
+    let closed = CancellationToken::new();
+    let stdin = EndSignal::new(tokio::io::stdin(), closed.clone());
+    let running = server
+        .serve_with_ct((stdin, tokio::io::stdout()), closed)
+        .await
+        .context("MCP session over stdio did not start")?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// A reader that cancels a token when its input ends (or fails).
+struct EndSignal<R> {
+    inner: R,
+    ended: CancellationToken,
+}
+
+impl<R> EndSignal<R> {
+    fn new(inner: R, ended: CancellationToken) -> Self {
+        EndSignal { inner, ended }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EndSignal<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &poll {
+            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
+                self.ended.cancel()
+            }
+            Poll::Ready(Err(_)) => self.ended.cancel(),
+            _ => {}
+        }
+        poll
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn end_of_input_cancels() {
+        let ended = CancellationToken::new();
+        let mut reader = EndSignal::new(&b"abc"[..], ended.clone());
+        let mut buf = [0u8; 2];
+        assert_eq!(reader.read(&mut buf).await.unwrap(), 2);
+        assert!(!ended.is_cancelled());
+        assert_eq!(reader.read(&mut buf).await.unwrap(), 1);
+        assert!(!ended.is_cancelled());
+        assert_eq!(reader.read(&mut buf).await.unwrap(), 0);
+        assert!(ended.is_cancelled());
+    }
+}

@@ -1,0 +1,192 @@
+//! `runbox mcp`'s settings: one flag per setting, each with a `RUNBOX_…` environment variable.
+//!
+//! The plugins file and the cache directory are global flags (`--plugins`, `--cache-dir`).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::service::{LimitSettings, RunboxOptions};
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// Serve the streamable-HTTP transport at http://ADDR/mcp instead of stdio. A bare port
+    /// means 127.0.0.1:PORT. Any address but loopback needs --token.
+    #[arg(long, env = "RUNBOX_HTTP", value_name = "ADDR", value_parser = parse_http_addr)]
+    pub http: Option<SocketAddr>,
+    /// Bearer token HTTP clients must send (`Authorization: Bearer TOKEN`).
+    #[arg(long, env = "RUNBOX_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Wall-clock limit of a run that asks for none, in seconds.
+    #[arg(long, env = "RUNBOX_DEFAULT_TIMEOUT", value_name = "SECS", default_value_t = 10.0)]
+    pub default_timeout: f64,
+    /// The most a run may ask for with `timeout_seconds`; larger requests are capped.
+    #[arg(long, env = "RUNBOX_MAX_TIMEOUT", value_name = "SECS", default_value_t = 60.0)]
+    pub max_timeout: f64,
+    /// Memory limit of one run in MiB, shared by everything the run starts.
+    #[arg(long, env = "RUNBOX_MEMORY_MB", value_name = "N", default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Output limit of one run, per stream, in bytes.
+    #[arg(long, env = "RUNBOX_OUTPUT_BYTES", value_name = "BYTES", default_value_t = 1 << 20)]
+    pub output_bytes: usize,
+    /// Expose only these runtimes (comma-separated names from the plugins file; default all).
+    #[arg(long, env = "RUNBOX_RUNTIMES", value_name = "NAMES", value_delimiter = ',')]
+    pub runtimes: Vec<String>,
+    /// Runs at once; further calls wait for a free slot.
+    #[arg(long, env = "RUNBOX_MAX_CONCURRENT", value_name = "N", default_value_t = 8)]
+    pub max_concurrent: usize,
+}
+
+impl Default for McpArgs {
+    fn default() -> Self {
+        let limits = LimitSettings::default();
+        McpArgs {
+            http: None,
+            token: None,
+            default_timeout: limits.default_timeout.as_secs_f64(),
+            max_timeout: limits.max_timeout.as_secs_f64(),
+            memory_mb: limits.memory_bytes >> 20,
+            output_bytes: limits.output_bytes,
+            runtimes: Vec::new(),
+            max_concurrent: RunboxOptions::default().max_concurrent,
+        }
+    }
+}
+
+impl McpArgs {
+    /// Checks the settings and turns them into the options [`crate::service::Runbox`] loads with.
+    pub fn runbox_options(&self) -> Result<RunboxOptions> {
+        let default_timeout = seconds("--default-timeout", self.default_timeout)?;
+        let max_timeout = seconds("--max-timeout", self.max_timeout)?;
+        if default_timeout > max_timeout {
+            bail!(
+                "--default-timeout ({} s) is larger than --max-timeout ({} s)",
+                self.default_timeout,
+                self.max_timeout
+            );
+        }
+        if self.memory_mb == 0 {
+            bail!("--memory-mb must be at least 1");
+        }
+        let Some(memory_bytes) = self.memory_mb.checked_mul(1 << 20) else {
+            bail!("--memory-mb is too large");
+        };
+        if self.output_bytes == 0 {
+            bail!("--output-bytes must be at least 1");
+        }
+        if self.max_concurrent == 0 {
+            bail!("--max-concurrent must be at least 1");
+        }
+        let mut only: Vec<String> = Vec::new();
+        for name in self.runtimes.iter().map(|n| n.trim()) {
+            if !name.is_empty() && !only.iter().any(|n| n == name) {
+                only.push(name.to_string());
+            }
+        }
+        Ok(RunboxOptions {
+            limits: LimitSettings {
+                default_timeout,
+                max_timeout,
+                memory_bytes,
+                output_bytes: self.output_bytes,
+            },
+            max_concurrent: self.max_concurrent,
+            only,
+        })
+    }
+
+    /// The token HTTP clients must present, if any (an empty token counts as none).
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
+fn seconds(flag: &str, secs: f64) -> Result<Duration> {
+    // Duration::from_secs_f64 panics past ~584 billion years; a day is plenty.
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        bail!("{flag} must be a number of seconds above 0 and at most 86400, not {secs}");
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_http_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    Err(format!(
+        "`{s}` is not an address like 127.0.0.1:8080 or [::1]:8080, nor a port"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_library_defaults() {
+        let options = McpArgs::default().runbox_options().unwrap();
+        let limits = LimitSettings::default();
+        assert_eq!(options.limits.default_timeout, limits.default_timeout);
+        assert_eq!(options.limits.max_timeout, limits.max_timeout);
+        assert_eq!(options.limits.memory_bytes, limits.memory_bytes);
+        assert_eq!(options.limits.output_bytes, limits.output_bytes);
+        assert!(options.only.is_empty());
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        let bad = [
+            McpArgs {
+                default_timeout: 0.0,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                max_timeout: f64::NAN,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                default_timeout: 30.0,
+                max_timeout: 20.0,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                memory_mb: 0,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                max_concurrent: 0,
+                ..McpArgs::default()
+            },
+        ];
+        for args in bad {
+            assert!(args.runbox_options().is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn runtime_selection_is_trimmed_and_deduplicated() {
+        let args = McpArgs {
+            runtimes: vec!["python".into(), " ruby".into(), "python".into(), "".into()],
+            ..McpArgs::default()
+        };
+        assert_eq!(args.runbox_options().unwrap().only, ["python", "ruby"]);
+    }
+
+    #[test]
+    fn http_addresses() {
+        assert_eq!(
+            parse_http_addr("8080").unwrap(),
+            "127.0.0.1:8080".parse().unwrap()
+        );
+        assert_eq!(
+            parse_http_addr("[::1]:9").unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        assert!(parse_http_addr("localhost:80").is_err());
+    }
+}

@@ -1,0 +1,65 @@
+//! One run's sandbox: its scratch directory and read-only mounts, its limits, its
+//! captured output, and the stores its programs run in.
+
+pub mod linker;
+pub mod memory;
+pub mod output;
+mod process;
+pub mod store;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::Linker;
+use wasmtime_wasi::p2::bindings::CommandPre;
+
+use crate::engine::SandboxEngine;
+use memory::MemoryBudget;
+use output::OutputCapture;
+use store::StoreState;
+
+/// Host-side bindings of the `runbox:plugin` WIT package.
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "plugin",
+        imports: {
+            "runbox:plugin/process.spawn": async | trappable,
+            default: trappable,
+        },
+        exports: { default: async },
+    });
+}
+
+/// A preview1 tool a plugin may spawn by name.
+#[derive(Clone)]
+pub struct Tool {
+    /// `argv[0]` the program sees.
+    pub argv0: String,
+    pub pre: CommandPre<StoreState>,
+}
+
+/// A read-only directory shown to the sandbox.
+#[derive(Debug, Clone)]
+pub struct Mount {
+    pub host: PathBuf,
+    pub guest: String,
+}
+
+/// Everything the stores of one run share.
+pub struct RunContext {
+    pub engine: SandboxEngine,
+    pub linker: Linker<StoreState>,
+    /// Tools the plugin may spawn, by name.
+    pub tools: Arc<HashMap<String, Tool>>,
+    /// The plugin's settings (`runbox:plugin/config`).
+    pub settings: Arc<Vec<(String, Vec<String>)>>,
+    /// The writable scratch directory, preopened at `/`.
+    pub scratch: PathBuf,
+    pub mounts: Arc<Vec<Mount>>,
+    pub output: OutputCapture,
+    pub memory: MemoryBudget,
+    pub deadline: Instant,
+}

@@ -1,0 +1,74 @@
+//! The data of one wasmtime store: the WASI context of one program in the run.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::memory::StoreMemoryLimiter;
+use super::output::Channel;
+use super::RunContext;
+
+/// One program's standard streams and arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramIo {
+    /// Full argv, including `argv[0]`.
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// `None`: end of input at once.
+    pub stdin: Option<Vec<u8>>,
+}
+
+pub struct StoreState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: StoreMemoryLimiter,
+    pub(super) run: Arc<RunContext>,
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// A new store for one program of `run`: the scratch directory at `/`, the read-only
+/// mounts, output into the run's capture, the run's memory budget and deadline.
+pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store<StoreState>> {
+    let mut b = WasiCtxBuilder::new();
+    b.args(&io.argv)
+        .envs(&io.env)
+        .stdout(run.output.stream(Channel::Stdout))
+        .stderr(run.output.stream(Channel::Stderr))
+        .stdin(MemoryInputPipe::new(io.stdin.unwrap_or_default()));
+    b.preopened_dir(&run.scratch, "/", FsPerms::ReadWrite)?;
+    for m in run.mounts.iter() {
+        b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;
+    }
+    let state = StoreState {
+        wasi: b.build(),
+        table: ResourceTable::new(),
+        limiter: run.memory.limiter(),
+        run: run.clone(),
+    };
+    let mut store = Store::new(run.engine.engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    let deadline = run.deadline;
+    store.set_epoch_deadline(1);
+    // Yield to the executor on every tick so busy guests can't starve the server; trap
+    // once the run's deadline has passed.
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    Ok(store)
+}

@@ -1,0 +1,171 @@
+//! The `runbox` binary as a person uses it: `run`, `runtimes`, and its errors.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn runbox_cmd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runbox"));
+    cmd.env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env_remove("RUNBOX_PLUGINS")
+        .arg("--quiet");
+    cmd
+}
+
+fn run_piped(args: &[&str], stdin: &str) -> Output {
+    let mut child = runbox_cmd()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start runbox");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn hello_from_stdin_in_every_runtime() {
+    let cases = [
+        ("python", "print(sum(range(10)))"),
+        ("ruby", "puts (0...10).sum"),
+        ("php-cgi", "<?php echo array_sum(range(0, 9)), \"\\n\";"),
+        ("quickjs", "console.log([...Array(10).keys()].reduce((a, b) => a + b))"),
+    ];
+    for (runtime, code) in cases {
+        let out = run_piped(&["run", runtime, "-"], code);
+        assert_eq!(text(&out.stdout), "45\n", "{runtime}: {}", text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{runtime}");
+    }
+}
+
+#[test]
+fn exit_code_and_stderr_pass_through() {
+    let out = run_piped(
+        &["run", "python"],
+        "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(text(&out.stdout), "out\n");
+    assert_eq!(text(&out.stderr), "err\n");
+}
+
+#[test]
+fn program_file_and_stdin_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("up.py");
+    std::fs::write(&prog, "import sys\nprint(sys.stdin.read().upper(), end='')").unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "shout\n").unwrap();
+    let out = runbox_cmd()
+        .args(["run", "python"])
+        .arg(&prog)
+        .arg("--stdin")
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "SHOUT\n", "{}", text(&out.stderr));
+}
+
+#[test]
+fn timeout_has_its_own_exit_status() {
+    let out = run_piped(&["run", "quickjs", "--timeout", "0.5"], "while (true) {}");
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("timeout"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn unknown_runtime_is_a_clear_error() {
+    let out = run_piped(&["run", "cobol"], "DISPLAY 'HI'.");
+    assert_eq!(out.status.code(), Some(125));
+    let err = text(&out.stderr);
+    assert!(err.contains("unknown runtime `cobol`"), "{err}");
+    assert!(err.contains("python") && err.contains("php-cgi"), "{err}");
+}
+
+#[test]
+fn bad_plugins_file_names_file_entry_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugins.toml");
+    std::fs::write(
+        &file,
+        "[plugins.py]\nlanguage = \"Python\"\nversion = \"1\"\nextension = \"py\"\nadapter = \"command\"\n\
+         [plugins.py.tools.python]\npath = \"python.wasm\"\nsha256 = \"xyz\"\n",
+    )
+    .unwrap();
+    let out = runbox_cmd()
+        .arg("--plugins")
+        .arg(&file)
+        .arg("runtimes")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let err = text(&out.stderr);
+    assert!(err.contains("plugins.toml"), "{err}");
+    assert!(err.contains("`py`") && err.contains("tools.python.sha256"), "{err}");
+}
+
+#[test]
+fn wrong_sha256_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fake.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let file = dir.path().join("plugins.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[plugins.fake]\nlanguage = \"Fake\"\nversion = \"1\"\nextension = \"f\"\nadapter = \"command\"\n\
+             [plugins.fake.settings]\nentry = \"main.f\"\nargv = [\"fake\", \"{{entry}}\"]\n\
+             [plugins.fake.tools.fake]\npath = \"fake.wasm\"\nsha256 = \"{}\"\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = runbox_cmd()
+        .env("RUNBOX_CACHE_DIR", cache.path())
+        .arg("--plugins")
+        .arg(&file)
+        .args(["run", "fake", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let err = text(&out.stderr).to_lowercase();
+    assert!(err.contains("sha256"), "{err}");
+    assert!(err.contains(&"0".repeat(64)), "{err}");
+}
+
+#[test]
+fn runtimes_lists_every_runtime_with_cache_state() {
+    // Make sure everything is fetched and compiled first.
+    let _ = common::runbox();
+    let out = runbox_cmd().arg("runtimes").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    for name in ["python", "quickjs", "ruby", "php-cgi"] {
+        let line = listing
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{listing}"));
+        assert!(line.contains("yes"), "{line}");
+    }
+}
+
+#[test]
+fn help_describes_the_commands() {
+    let out = runbox_cmd().arg("--help").output().unwrap();
+    let help = text(&out.stdout);
+    for word in ["run", "runtimes", "plugins"] {
+        assert!(help.contains(word), "{help}");
+    }
+}

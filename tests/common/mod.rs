@@ -1,0 +1,73 @@
+//! Shared set-up for the integration tests: one artifact cache for every test run
+//! (`RUNBOX_CACHE_DIR`, or `target/runbox-cache`), one loaded [`Runbox`] per test binary.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use runbox::artifact::{Cache, Progress};
+use runbox::manifest::Manifest;
+use runbox::outcome::RunOutcome;
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
+
+/// The cache the tests share, so artifacts are fetched and compiled once.
+pub fn cache_dir() -> PathBuf {
+    match std::env::var_os("RUNBOX_CACHE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
+    }
+}
+
+pub fn cache() -> Cache {
+    Cache::at(cache_dir())
+}
+
+/// The built-in runtimes, loaded once per test binary.
+pub fn runbox() -> Arc<Runbox> {
+    static RUNBOX: OnceLock<Arc<Runbox>> = OnceLock::new();
+    RUNBOX
+        .get_or_init(|| {
+            let manifest = Manifest::builtin().expect("built-in plugins.toml");
+            let options = RunboxOptions {
+                max_concurrent: 8,
+                ..RunboxOptions::default()
+            };
+            Arc::new(
+                Runbox::load(&manifest, &cache(), options, &Progress::stderr())
+                    .expect("load the built-in runtimes"),
+            )
+        })
+        .clone()
+}
+
+/// Runs `code` in `runtime` with an optional stdin and timeout.
+pub async fn run_with(
+    runtime: &str,
+    code: &str,
+    stdin: Option<&str>,
+    timeout: Option<Duration>,
+) -> RunOutcome {
+    let rb = runbox();
+    rb.run(
+        RunRequest {
+            runtime: runtime.to_string(),
+            code: code.to_string(),
+            stdin: stdin.map(|s| s.as_bytes().to_vec()),
+            args: vec![],
+            limits: LimitOverrides {
+                timeout,
+                memory_bytes: None,
+            },
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("run")
+}
+
+pub async fn run(runtime: &str, code: &str) -> RunOutcome {
+    run_with(runtime, code, None, None).await
+}

@@ -1,0 +1,212 @@
+//! Every built-in runtime, end to end against the real interpreters: samples from
+//! plugins.toml, limits, isolation and concurrency.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{run, run_with, runbox};
+use runbox::manifest::Manifest;
+use runbox::outcome::RunStatus;
+
+/// Programs that probe one behaviour, written once per language.
+struct Probes {
+    runtime: &'static str,
+    busy_loop: &'static str,
+    memory_bomb: &'static str,
+    flood: &'static str,
+    read_passwd: &'static str,
+    write_file: &'static str,
+    /// Prints exactly `false` when the file of `write_file` does not exist.
+    check_file: &'static str,
+    /// Prints `sum(range(10))`, i.e. 45.
+    sum: &'static str,
+}
+
+const PROBES: &[Probes] = &[
+    Probes {
+        runtime: "python",
+        busy_loop: "while True:\n    pass",
+        memory_bomb: "x = []\nwhile True:\n    x.append(bytearray(10**7))",
+        flood: "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
+        read_passwd: "print(open('/etc/passwd').read())",
+        write_file: "open('/persist.txt', 'w').write('hi')",
+        check_file: "import os\nprint(str(os.path.exists('/persist.txt')).lower())",
+        sum: "print(sum(range(10)))",
+    },
+    Probes {
+        runtime: "ruby",
+        busy_loop: "loop {}",
+        memory_bomb: "a = []\nloop { a << ('x' * 10_000_000) }",
+        flood: "loop { $stdout.write('x' * 65536) }",
+        read_passwd: "puts File.read('/etc/passwd')",
+        write_file: "File.write('/persist.txt', 'hi')",
+        check_file: "puts File.exist?('/persist.txt')",
+        sum: "puts (0...10).sum",
+    },
+    Probes {
+        runtime: "php-cgi",
+        busy_loop: "<?php while (true) {}",
+        memory_bomb: "<?php $a = []; while (true) { $a[] = str_repeat('x', 10000000); }",
+        flood: "<?php while (true) { echo str_repeat('x', 65536); }",
+        read_passwd: "<?php echo file_get_contents('/etc/passwd');",
+        write_file: "<?php file_put_contents('/persist.txt', 'hi');",
+        check_file: "<?php echo file_exists('/persist.txt') ? 'true' : 'false', \"\\n\";",
+        sum: "<?php echo array_sum(range(0, 9)), \"\\n\";",
+    },
+    Probes {
+        runtime: "quickjs",
+        busy_loop: "while (true) {}",
+        memory_bomb: "const a = [];\nwhile (true) a.push(new Array(1e6).fill(1.5));",
+        flood: "const s = 'x'.repeat(65536);\nwhile (true) std.out.puts(s);",
+        read_passwd: "console.log(std.loadFile('/etc/passwd'));",
+        write_file: "const f = std.open('/persist.txt', 'w'); f.puts('hi'); f.close();",
+        check_file: "console.log(String(std.open('/persist.txt', 'r') !== null));",
+        sum: "let s = 0; for (let i = 0; i < 10; i++) s += i; console.log(s);",
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sample_in_plugins_toml_gives_its_expected_output() {
+    let manifest = Manifest::builtin().unwrap();
+    let mut checked = 0;
+    for spec in manifest.plugins.values() {
+        assert!(
+            spec.samples.iter().any(|s| s.name == "hello"),
+            "{} has no hello sample",
+            spec.name
+        );
+        for sample in &spec.samples {
+            let out = run_with(&spec.name, &sample.code, sample.stdin.as_deref(), None).await;
+            let what = format!("{} sample `{}`: {out:?}", spec.name, sample.name);
+            assert_eq!(out.status, RunStatus::Completed, "{what}");
+            assert_eq!(out.exit_code, Some(sample.exit_code), "{what}");
+            if let Some(stdout) = &sample.stdout {
+                assert_eq!(&out.stdout, stdout, "{what}");
+            }
+            if let Some(needle) = &sample.stderr_contains {
+                assert!(out.stderr.contains(needle.as_str()), "{what}");
+                assert!(out.tty.contains(needle.as_str()), "{what}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12, "only {checked} samples ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sum_of_range_prints_45_everywhere() {
+    for p in PROBES {
+        let out = run(p.runtime, p.sum).await;
+        assert_eq!(out.status, RunStatus::Completed, "{}: {out:?}", p.runtime);
+        assert_eq!(out.stdout, "45\n", "{}: {out:?}", p.runtime);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_loops_time_out_within_a_second_of_the_deadline() {
+    for p in PROBES {
+        let started = Instant::now();
+        let out = run_with(p.runtime, p.busy_loop, None, Some(Duration::from_secs(2))).await;
+        let took = started.elapsed();
+        assert_eq!(out.status, RunStatus::Timeout, "{}: {out:?}", p.runtime);
+        assert_eq!(out.exit_code, None);
+        assert!(out.error.as_deref().unwrap_or("").contains("time"), "{out:?}");
+        assert!(took >= Duration::from_secs(2), "{}: stopped early, {took:?}", p.runtime);
+        assert!(took < Duration::from_secs(3), "{}: stopped late, {took:?}", p.runtime);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_bombs_are_stopped_by_the_cap_and_the_host_survives() {
+    for p in PROBES {
+        let out = run_with(p.runtime, p.memory_bomb, None, Some(Duration::from_secs(30))).await;
+        // Either the runtime reports its own out-of-memory error (non-zero exit) or the
+        // host ends the run: both are fine, a timeout or a crash of the host is not.
+        let stopped_by_cap = match out.status {
+            RunStatus::Completed => out.exit_code != Some(0),
+            RunStatus::Terminated => out.error.as_deref().unwrap_or("").contains("memory"),
+            _ => false,
+        };
+        assert!(stopped_by_cap, "{}: {out:?}", p.runtime);
+        // The host is unharmed: the next run works.
+        let again = run(p.runtime, p.sum).await;
+        assert_eq!(again.stdout, "45\n", "{}: {again:?}", p.runtime);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_floods_are_truncated_quickly() {
+    let cap = runbox().limits().output_bytes;
+    for p in PROBES {
+        let started = Instant::now();
+        let out = run_with(p.runtime, p.flood, None, Some(Duration::from_secs(20))).await;
+        let took = started.elapsed();
+        assert_eq!(out.status, RunStatus::Terminated, "{}: {:?}", p.runtime, out.error);
+        assert!(out.truncated, "{}", p.runtime);
+        assert!(out.error.as_deref().unwrap_or("").contains("output"), "{:?}", out.error);
+        assert!(out.stdout.len() <= cap, "{}: {}", p.runtime, out.stdout.len());
+        assert!(out.stdout.len() >= cap / 2, "{}: kept only {}", p.runtime, out.stdout.len());
+        assert!(took < Duration::from_secs(5), "{}: flood took {took:?}", p.runtime);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_files_are_unreadable() {
+    for p in PROBES {
+        let out = run(p.runtime, p.read_passwd).await;
+        assert!(!out.tty.contains("root:"), "{}: {out:?}", p.runtime);
+        assert!(
+            out.status != RunStatus::Completed || out.exit_code != Some(0) || out.stdout.trim().is_empty()
+                || out.stdout.trim() == "null",
+            "{}: read something: {out:?}",
+            p.runtime
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_written_in_one_run_are_gone_in_the_next() {
+    for p in PROBES {
+        let write = run(p.runtime, p.write_file).await;
+        assert_eq!(write.status, RunStatus::Completed, "{}: {write:?}", p.runtime);
+        assert_eq!(write.exit_code, Some(0), "{}: {write:?}", p.runtime);
+        let check = run(p.runtime, p.check_file).await;
+        assert_eq!(check.stdout.trim(), "false", "{}: {check:?}", p.runtime);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_runs_at_once_are_all_correct() {
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let p = &PROBES[i % PROBES.len()];
+        tasks.push(tokio::spawn(async move { (p.runtime, run(p.runtime, p.sum).await) }));
+    }
+    for t in tasks {
+        let (runtime, out) = t.await.unwrap();
+        assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
+        assert_eq!(out.stdout, "45\n", "{runtime}: {out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_runtime_names_the_valid_ones() {
+    let rb = runbox();
+    let err = rb
+        .run(
+            runbox::service::RunRequest {
+                runtime: "cobol".into(),
+                code: "x".into(),
+                ..Default::default()
+            },
+            Default::default(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cobol"), "{err}");
+    for name in ["python", "quickjs", "ruby", "php-cgi"] {
+        assert!(err.contains(name), "{err}");
+    }
+}
