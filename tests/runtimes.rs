@@ -126,7 +126,10 @@ async fn memory_bombs_are_stopped_by_the_cap_and_the_host_survives() {
         let stopped_by_cap = match out.status {
             RunStatus::Completed => out.exit_code != Some(0),
             RunStatus::Terminated => out.error.as_deref().unwrap_or("").contains("memory"),
-            _ => false,
+            // PHP's own memory_limit fatal error ends in a trap in this build (its
+            // bailout cannot unwind); the message still reaches the user.
+            RunStatus::Crashed => out.tty.contains("Allowed memory size"),
+            RunStatus::Timeout => false,
         };
         assert!(stopped_by_cap, "{}: {out:?}", p.runtime);
         // The host is unharmed: the next run works.
@@ -156,10 +159,10 @@ async fn host_files_are_unreadable() {
     for p in PROBES {
         let out = run(p.runtime, p.read_passwd).await;
         assert!(!out.tty.contains("root:"), "{}: {out:?}", p.runtime);
+        // The read failed visibly: an error naming the missing file, or QuickJS's null.
         assert!(
-            out.status != RunStatus::Completed || out.exit_code != Some(0) || out.stdout.trim().is_empty()
-                || out.stdout.trim() == "null",
-            "{}: read something: {out:?}",
+            out.tty.contains("No such file") || out.stdout.trim() == "null",
+            "{}: {out:?}",
             p.runtime
         );
     }

@@ -345,7 +345,7 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
 /// A one-line description of a trap, e.g. `wasm trap: call stack exhausted`.
 fn describe_trap(trap: &wasmtime::Error) -> String {
     match trap.downcast_ref::<wasmtime::Trap>() {
-        Some(t) => format!("the program crashed: wasm trap: {t}"),
+        Some(t) => format!("the program crashed: {t}"),
         None => format!("the program crashed: {}", trap.root_cause()),
     }
 }
