@@ -138,15 +138,14 @@ impl Cache {
                 parts.push(format!("{n} {what}"));
             }
         }
-        let plural = if unique.len() == 1 { "" } else { "s" };
         let detail = if parts.is_empty() {
             String::new()
         } else {
             format!(" ({})", parts.join(", "))
         };
         progress.summary(&format!(
-            "{} artifact{plural} ready{detail} in {}",
-            unique.len(),
+            "{} ready{detail} in {}",
+            count(unique.len() as u64, "artifact"),
             self.root.display()
         ));
         Ok(())
@@ -176,18 +175,19 @@ impl Cache {
             .ok_or_else(|| ArtifactError::UnknownArchiveFormat {
                 artifact: artifact.clone(),
             })?;
-        let tmp = self.temp_dir(&mounts)?;
+        let tmp = temp_dir(&mounts)?;
         let step = progress.step(format!("unpacking {artifact} …"));
         let stats = extract::unpack(&archive, format, tmp.path(), &artifact)?;
         install_dir(tmp, &dir)?;
         let skipped = if stats.skipped > 0 {
-            format!(", {} links or special files skipped", stats.skipped)
+            format!(", {} skipped", count(stats.skipped, "link or special file"))
         } else {
             String::new()
         };
         step.done(format!(
-            "unpacked {artifact}: {} files, {} directories{skipped}",
-            stats.files, stats.dirs
+            "unpacked {artifact}: {}, {}{skipped}",
+            count(stats.files, "file"),
+            count(stats.dirs, "directory")
         ));
         Ok(dir)
     }
@@ -213,7 +213,7 @@ impl Cache {
                 ArtifactError::io(format!("cannot remove damaged {}", dir.display()), e)
             })?;
         }
-        let tmp = self.temp_dir(&packages)?;
+        let tmp = temp_dir(&packages)?;
         let step = progress.step(format!("fetching {} {package} …", kind.label()));
         let downloaded = fetch::download(&self.tools, kind, package, tmp.path(), &spec.describe())?;
         let size = fs::metadata(&downloaded).map(|m| m.len()).unwrap_or(0);
@@ -245,14 +245,21 @@ impl Cache {
     ) -> Result<u64, ArtifactError> {
         let dir = dest.parent().unwrap_or(&self.root);
         create_dir_all(dir)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(TMP_PREFIX)
-            .tempfile_in(dir)
-            .map_err(|e| {
-                ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
-            })?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(TMP_PREFIX);
+        // Readable like any downloaded file (temporary files are private by default).
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        let mut tmp = builder.tempfile_in(dir).map_err(|e| {
+            ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
+        })?;
         let artifact = spec.describe();
-        let write_err = |e| ArtifactError::io(format!("cannot write {}", tmp_path(dir)), e);
+        let write_err = |e| {
+            ArtifactError::io(
+                format!("cannot write a temporary file in {}", dir.display()),
+                e,
+            )
+        };
         let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
         let found = extract::copy_member(package_file, member, &mut writer, &artifact, dest)?;
         let (buffered, actual) = writer.finish();
@@ -278,20 +285,6 @@ impl Cache {
         })?;
         Ok(size)
     }
-
-    /// A fresh temporary directory inside `parent` (same file system as the final name).
-    fn temp_dir(&self, parent: &Path) -> Result<TempDir, ArtifactError> {
-        create_dir_all(parent)?;
-        tempfile::Builder::new()
-            .prefix(TMP_PREFIX)
-            .tempdir_in(parent)
-            .map_err(|e| {
-                ArtifactError::io(
-                    format!("cannot create a directory in {}", parent.display()),
-                    e,
-                )
-            })
-    }
 }
 
 /// The cache root: `var` (`RUNBOX_CACHE_DIR`) when set and not empty, else
@@ -310,6 +303,20 @@ pub(crate) fn root_from(
             e,
         )
     })
+}
+
+/// A fresh temporary directory inside `parent` (same file system as the final name).
+fn temp_dir(parent: &Path) -> Result<TempDir, ArtifactError> {
+    create_dir_all(parent)?;
+    tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .tempdir_in(parent)
+        .map_err(|e| {
+            ArtifactError::io(
+                format!("cannot create a directory in {}", parent.display()),
+                e,
+            )
+        })
 }
 
 /// Renames the complete `tmp` to `dest`. If another process got there first, its copy is
@@ -333,8 +340,13 @@ fn create_dir_all(dir: &Path) -> Result<(), ArtifactError> {
         .map_err(|e| ArtifactError::io(format!("cannot create directory {}", dir.display()), e))
 }
 
-fn tmp_path(dir: &Path) -> String {
-    format!("a temporary file in {}", dir.display())
+/// "1 file", "2 files", "3 directories".
+fn count(n: u64, noun: &str) -> String {
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("1 {noun}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        (_, None) => format!("{n} {noun}s"),
+    }
 }
 
 fn human_size(bytes: u64) -> String {

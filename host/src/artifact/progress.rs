@@ -90,7 +90,7 @@ pub(crate) struct Step {
 impl Step {
     /// Marks the step finished with a final message.
     pub(crate) fn done(mut self, message: String) {
-        let message = format!("{message} ({:.1}s)", self.started.elapsed().as_secs_f64());
+        let message = format!("{message} in {:.1}s", self.started.elapsed().as_secs_f64());
         tracing::debug!("{message}");
         if let Some(bar) = self.bar.take() {
             bar.set_style(

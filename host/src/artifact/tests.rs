@@ -746,18 +746,3 @@ fn cache_root_comes_from_runbox_cache_dir_or_the_user_cache() {
         "{relative:?}"
     );
 }
-
-#[test]
-fn zz_temp_real_manifest() {
-    let m = crate::manifest::Manifest::builtin().unwrap();
-    let cache = Cache::at(PathBuf::from("/tmp/runbox-real-cache"));
-    let p = Progress::stderr();
-    cache.fetch_all(m.artifacts().map(|(_, a)| a), &p).unwrap();
-    for plugin in m.plugins.values() {
-        for mount in &plugin.mounts {
-            let d = cache.extract_archive(&mount.archive, &p).unwrap();
-            eprintln!("{}", d.display());
-        }
-    }
-    cache.fetch_all(m.artifacts().map(|(_, a)| a), &p).unwrap();
-}
