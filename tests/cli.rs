@@ -169,3 +169,40 @@ fn help_describes_the_commands() {
         assert!(help.contains(word), "{help}");
     }
 }
+
+#[test]
+fn plugins_test_passes_a_good_plugin_and_fails_a_wrong_sample() {
+    let _ = common::runbox();
+    let out = runbox_cmd()
+        .args(["plugins", "test", "quickjs"])
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    assert!(report.contains("ok    quickjs describe"), "{report}");
+    assert!(report.contains(" 0 failed"), "{report}");
+
+    // The same runtime with a sample whose expectation is wrong must fail the suite.
+    let builtin = runbox::manifest::DEFAULT_MANIFEST;
+    let start = builtin.find("[plugins.quickjs]").unwrap();
+    let end = builtin[start..].find("[plugins.ruby]").unwrap() + start;
+    let entry = builtin[start..end].replacen(
+        "stdout = \"hello, world\\n\"",
+        "stdout = \"goodbye\\n\"",
+        1,
+    );
+    assert!(entry.contains("goodbye"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugins.toml");
+    std::fs::write(&file, entry).unwrap();
+    let out = runbox_cmd()
+        .arg("--plugins")
+        .arg(&file)
+        .args(["plugins", "test"])
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(report.contains("FAIL  quickjs sample `hello`"), "{report}");
+    assert!(report.contains("goodbye"), "{report}");
+}

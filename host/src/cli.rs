@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::artifact::{Cache, Progress};
+use crate::conformance::check_plugin;
 use crate::engine::SandboxEngine;
 use crate::manifest::Manifest;
 use crate::outcome::RunStatus;
@@ -93,6 +94,13 @@ pub struct RunArgs {
 pub enum PluginsCommand {
     /// Fetch and compile the artifacts of every runtime, or of the named ones.
     Fetch {
+        /// Runtime names (default: all in the plugins file).
+        names: Vec<String>,
+    },
+    /// Run the conformance suite (describe, every sample) against every plugin, or the
+    /// named ones. Exits non-zero when a check fails.
+    Test {
+        /// Runtime names (default: all in the plugins file).
         names: Vec<String>,
     },
 }
@@ -144,6 +152,7 @@ pub async fn main(cli: Cli) -> Result<u8> {
             eprintln!("ready: {}", runbox.runtime_names().join(", "));
             Ok(0)
         }
+        Command::Plugins(PluginsCommand::Test { names }) => plugins_test(&cli.global, names).await,
         Command::Mcp(args) => crate::mcp::main(&cli.global, args).await.map(|()| 0),
     }
 }
@@ -229,6 +238,32 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         RunStatus::Crashed => EXIT_CRASHED,
         RunStatus::Terminated => EXIT_TERMINATED,
     })
+}
+
+async fn plugins_test(global: &GlobalArgs, names: Vec<String>) -> Result<u8> {
+    let manifest = global.manifest()?;
+    let options = RunboxOptions {
+        only: names,
+        ..RunboxOptions::default()
+    };
+    let runbox = global.load(options).await?;
+    let (mut passed, mut failed) = (0, 0);
+    for name in runbox.runtime_names() {
+        for check in check_plugin(&runbox, &manifest.plugins[&name]).await {
+            match &check.failure {
+                None => {
+                    passed += 1;
+                    println!("ok    {} {}", check.plugin, check.name);
+                }
+                Some(why) => {
+                    failed += 1;
+                    println!("FAIL  {} {}: {why}", check.plugin, check.name);
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 { 0 } else { 1 })
 }
 
 /// A program's exit code as a process exit status (the low 8 bits, like a shell).

@@ -8,6 +8,7 @@ pub mod adapters;
 pub mod artifact;
 pub mod cli;
 pub mod componentize;
+pub mod conformance;
 pub mod engine;
 pub mod manifest;
 pub mod mcp;

@@ -80,6 +80,9 @@ pub enum RunError {
     UnknownRuntime { name: String, valid: Vec<String> },
     #[error("{0}")]
     InvalidRequest(String),
+    /// The host could not set the run up (disk full, broken plugin); not the caller's fault.
+    #[error("runbox could not run the program: {0}")]
+    Host(String),
 }
 
 /// How to start a [`Runbox`].
@@ -186,6 +189,55 @@ impl Runbox {
         self.plugins.get(name).map(|p| p.as_ref())
     }
 
+    /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a
+    /// fresh sandbox like any run.
+    pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
+        let plugin = self.plugin_arc(runtime)?;
+        let scratch = new_scratch()?;
+        let run = self.run_context(&plugin, scratch.path(), Duration::from_secs(10), self.limits.memory_bytes);
+        let io = ProgramIo {
+            argv: vec![plugin.spec.name.clone()],
+            ..ProgramIo::default()
+        };
+        let call = async {
+            let mut store = new_store(&run, io)?;
+            let instance = plugin.adapter.instantiate_async(&mut store).await?;
+            instance.runbox_plugin_runtime().call_describe(&mut store).await
+        };
+        call.await
+            .map_err(|e| RunError::Host(format!("`{runtime}`: describe failed: {e}")))
+    }
+
+    fn plugin_arc(&self, runtime: &str) -> Result<Arc<LoadedPlugin>, RunError> {
+        self.plugins
+            .get(runtime)
+            .cloned()
+            .ok_or_else(|| RunError::UnknownRuntime {
+                name: runtime.to_string(),
+                valid: self.runtime_names(),
+            })
+    }
+
+    fn run_context(
+        &self,
+        plugin: &LoadedPlugin,
+        scratch: &std::path::Path,
+        timeout: Duration,
+        memory: u64,
+    ) -> Arc<RunContext> {
+        Arc::new(RunContext {
+            engine: self.engine.clone(),
+            linker: self.linker.clone(),
+            tools: plugin.tools.clone(),
+            settings: plugin.settings.clone(),
+            scratch: scratch.to_path_buf(),
+            mounts: plugin.mounts.clone(),
+            output: OutputCapture::new(self.limits.output_bytes),
+            memory: MemoryBudget::new(usize::try_from(memory).unwrap_or(usize::MAX)),
+            deadline: Instant::now() + timeout,
+        })
+    }
+
     /// Runs one program. Waits for a free slot when `max_concurrent` runs are under way.
     /// Cancelling `cancel` ends the run with status `terminated`.
     pub async fn run(
@@ -193,14 +245,7 @@ impl Runbox {
         request: RunRequest,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
-        let plugin = self
-            .plugins
-            .get(&request.runtime)
-            .cloned()
-            .ok_or_else(|| RunError::UnknownRuntime {
-                name: request.runtime.clone(),
-                valid: self.runtime_names(),
-            })?;
+        let plugin = self.plugin_arc(&request.runtime)?;
         let timeout = request.limits.timeout.unwrap_or(self.limits.default_timeout);
         if timeout.is_zero() {
             return Err(RunError::InvalidRequest(
@@ -216,22 +261,9 @@ impl Runbox {
             slot = self.slots.clone().acquire_owned() => slot.expect("semaphore never closed"),
             _ = cancel.cancelled() => return Ok(cancelled_before_start()),
         };
-        let scratch = tempfile::Builder::new()
-            .prefix("runbox-run-")
-            .tempdir()
-            .map_err(|e| RunError::InvalidRequest(format!("cannot create a scratch directory: {e}")))?;
+        let scratch = new_scratch()?;
         let started = Instant::now();
-        let run = Arc::new(RunContext {
-            engine: self.engine.clone(),
-            linker: self.linker.clone(),
-            tools: plugin.tools.clone(),
-            settings: plugin.settings.clone(),
-            scratch: scratch.path().to_path_buf(),
-            mounts: plugin.mounts.clone(),
-            output: OutputCapture::new(self.limits.output_bytes),
-            memory: MemoryBudget::new(usize::try_from(memory).unwrap_or(usize::MAX)),
-            deadline: started + timeout,
-        });
+        let run = self.run_context(&plugin, scratch.path(), timeout, memory);
         let wasm_request = runtime::RunRequest {
             code: request.code,
             args: request.args,
@@ -253,6 +285,14 @@ impl Runbox {
         drop(scratch);
         Ok(outcome)
     }
+}
+
+/// A fresh, empty scratch directory; removed when dropped.
+fn new_scratch() -> Result<tempfile::TempDir, RunError> {
+    tempfile::Builder::new()
+        .prefix("runbox-run-")
+        .tempdir()
+        .map_err(|e| RunError::Host(format!("cannot create a scratch directory: {e}")))
 }
 
 async fn call_plugin(
