@@ -68,6 +68,25 @@ pub async fn run_with(
     .expect("run")
 }
 
+/// Runs `code` with explicit timeout and memory cap.
+pub async fn run_limited(runtime: &str, code: &str, timeout: Duration, memory_bytes: u64) -> RunOutcome {
+    runbox()
+        .run(
+            RunRequest {
+                runtime: runtime.to_string(),
+                code: code.to_string(),
+                limits: LimitOverrides {
+                    timeout: Some(timeout),
+                    memory_bytes: Some(memory_bytes),
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run")
+}
+
 pub async fn run(runtime: &str, code: &str) -> RunOutcome {
     run_with(runtime, code, None, None).await
 }

@@ -1,0 +1,428 @@
+//! Hostile programs in every runtime: nothing gets out, nothing hangs, nothing takes the
+//! host down. Each case names what the program tries; the assertions check what matters
+//! (no host data in the output, no connection received, bounded time) rather than the
+//! exact error each language prints.
+
+mod common;
+
+use std::io::Read;
+use std::net::{TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{run, run_limited, run_with, runbox};
+use runbox::outcome::{RunOutcome, RunStatus};
+
+const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi"];
+
+/// A file planted on the host that no program may read or list.
+struct Canary {
+    dir: PathBuf,
+    path: String,
+    name: String,
+    secret: String,
+}
+
+fn canary() -> &'static Canary {
+    static CANARY: OnceLock<Canary> = OnceLock::new();
+    CANARY.get_or_init(|| {
+        let unique = format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos());
+        // Beside the scratch directories (both in the temp dir), so `..` walks from
+        // scratch would reach it if they could.
+        let dir = std::env::temp_dir().join(format!("runbox-canary-dir-{unique}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let name = format!("runbox-canary-{unique}.txt");
+        let secret = format!("CANARY-SECRET-{unique}-{}", std::process::id() * 7919);
+        let path = dir.join(&name);
+        std::fs::write(&path, &secret).unwrap();
+        Canary {
+            path: path.display().to_string(),
+            dir,
+            name,
+            secret,
+        }
+    })
+}
+
+/// Nothing of the canary, nor of the host's environment, appears in the output.
+fn assert_nothing_leaked(what: &str, out: &RunOutcome) {
+    let c = canary();
+    let all = format!("{}{}{}{}", out.tty, out.stdout, out.stderr, out.error.clone().unwrap_or_default());
+    assert!(!all.contains(&c.secret), "{what}: canary contents leaked: {out:?}");
+    assert!(!all.contains(&c.name), "{what}: canary name leaked: {out:?}");
+    assert!(!all.contains("root:x:0:0"), "{what}: /etc/passwd leaked: {out:?}");
+}
+
+/// Runs `code` with the canary's path on stdin (so the path is not in the source and
+/// any appearance of the name in the output is a leak of a listing).
+async fn run_hostile(runtime: &str, code: &str) -> RunOutcome {
+    let out = run_with(runtime, code, Some(&canary().path), Some(Duration::from_secs(10))).await;
+    assert!(
+        out.status != RunStatus::Timeout,
+        "{runtime}: a filesystem probe should not hang: {out:?}"
+    );
+    out
+}
+
+/// Filesystem probes per runtime: each reads the canary path from stdin and tries to get
+/// at it (or at other host files), printing only what it got.
+fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
+    match runtime {
+        "python" => vec![
+            ("absolute path", "p = input()\ntry:\n    print(open(p).read())\nexcept Exception as e:\n    print(type(e).__name__)"),
+            ("dot-dot walk", "p = input()\ntry:\n    print(open('../' * 12 + p.lstrip('/')).read())\nexcept Exception as e:\n    print(type(e).__name__)"),
+            ("symlink out of scratch", "import os\np = input()\nfor t in (p, '../' * 12 + p.lstrip('/')):\n    try:\n        os.symlink(t, 'l')\n        print(open('l').read())\n    except Exception as e:\n        print(type(e).__name__)\n    try: os.unlink('l')\n    except Exception: pass"),
+            ("hard link out of scratch", "import os\np = input()\ntry:\n    os.link(p, 'h')\n    print(open('h').read())\nexcept Exception as e:\n    print(type(e).__name__)"),
+            ("proc and dev", "for p in ('/proc/self/environ', '/proc/self/cmdline', '/proc/1/maps', '/dev/mem', '/dev/sda', '/etc/passwd', '/etc/hostname'):\n    try:\n        print(open(p, 'rb').read(200))\n    except Exception as e:\n        print(type(e).__name__)"),
+            ("list the root and its parent", "import os\nfor d in ('/', '/..', '/../..', '/tmp', '.', '..'):\n    try:\n        print(d, os.listdir(d))\n    except Exception as e:\n        print(d, type(e).__name__)"),
+            ("walk the whole tree", "import os\nfor root, dirs, files in os.walk('/'):\n    print(root, len(files))"),
+            ("write the read-only base files", "import os\nfor p in ('/usr/local/lib/python3.11/os.py', '/usr/local/lib/python311.zip'):\n    try:\n        open(p, 'a').write('pwned')\n        print('wrote', p)\n    except Exception as e:\n        print(type(e).__name__)"),
+        ],
+        "quickjs" => vec![
+            ("absolute path", "const p = std.in.getline(); console.log(std.loadFile(p));"),
+            ("dot-dot walk", "const p = std.in.getline(); console.log(std.loadFile('../'.repeat(12) + p.slice(1)));"),
+            ("symlink out of scratch", "const p = std.in.getline(); console.log(os.symlink(p, 'l'), std.loadFile('l')); console.log(os.symlink('../'.repeat(12) + p.slice(1), 'l2'), std.loadFile('l2'));"),
+            ("proc and dev", "for (const p of ['/proc/self/environ', '/dev/mem', '/etc/passwd', '/etc/hostname']) console.log(p, std.loadFile(p));"),
+            ("list the root and its parent", "for (const d of ['/', '/..', '/tmp', '..']) console.log(d, JSON.stringify(os.readdir(d)));"),
+            ("write the read-only base files", "const f = std.open('/main.js.ro', 'w'); console.log(f !== null);"),
+        ],
+        "ruby" => vec![
+            ("absolute path", "p = STDIN.gets.strip\nbegin\n  puts File.read(p)\nrescue Exception => e\n  puts e.class\nend"),
+            ("dot-dot walk", "p = STDIN.gets.strip\nbegin\n  puts File.read('../' * 12 + p.sub(%r{^/}, ''))\nrescue Exception => e\n  puts e.class\nend"),
+            ("symlink out of scratch", "p = STDIN.gets.strip\nbegin\n  File.symlink(p, 'l')\n  puts File.read('l')\nrescue Exception => e\n  puts e.class\nend"),
+            ("hard link out of scratch", "p = STDIN.gets.strip\nbegin\n  File.link(p, 'h')\n  puts File.read('h')\nrescue Exception => e\n  puts e.class\nend"),
+            ("proc and dev", "['/proc/self/environ', '/dev/mem', '/etc/passwd', '/etc/hostname'].each do |p|\n  begin\n    puts File.binread(p, 200).inspect\n  rescue Exception => e\n    puts e.class\n  end\nend"),
+            ("list the root and its parent", "['/', '/..', '/tmp', '..'].each do |d|\n  begin\n    puts d, Dir.entries(d).inspect\n  rescue Exception => e\n    puts e.class\n  end\nend"),
+            ("write the read-only base files", "begin\n  File.write('/ruby-3.2.0/.rubyopts.rb', 'pwned')\n  puts 'wrote'\nrescue Exception => e\n  puts e.class\nend"),
+        ],
+        "php-cgi" => vec![
+            ("absolute path", "<?php $p = trim(file_get_contents('php://input')) ?: '/etc/passwd'; foreach ([$p, '/etc/passwd'] as $f) { var_dump(@file_get_contents($f)); }"),
+            ("dot-dot walk", "<?php var_dump(@file_get_contents(str_repeat('../', 12) . 'etc/passwd'));"),
+            ("symlink out of scratch", "<?php var_dump(@symlink('/etc/passwd', 'l'), @file_get_contents('l'), @symlink(str_repeat('../', 12) . 'etc/passwd', 'l2'), @file_get_contents('l2'));"),
+            ("proc and dev", "<?php foreach (['/proc/self/environ', '/dev/mem', '/etc/hostname'] as $p) { var_dump(@file_get_contents($p)); }"),
+            ("list the root and its parent", "<?php foreach (['/', '/..', '/tmp', '..'] as $d) { var_dump(@scandir($d)); }"),
+            ("glob the root", "<?php var_dump(glob('/*'), glob('/../*'));"),
+        ],
+        _ => vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_escapes_fail_in_every_runtime() {
+    for runtime in RUNTIMES {
+        let probes = filesystem_probes(runtime);
+        assert!(probes.len() >= 5, "{runtime}: too few probes");
+        for (what, code) in probes {
+            let out = run_hostile(runtime, code).await;
+            assert_nothing_leaked(&format!("{runtime} {what}"), &out);
+        }
+    }
+    // The canary is untouched and nothing new appeared beside it.
+    let c = canary();
+    assert_eq!(std::fs::read_to_string(&c.path).unwrap(), c.secret);
+    assert_eq!(std::fs::read_dir(&c.dir).unwrap().count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_files_stay_unchanged() {
+    // The mounted base files on the host are read-only to the sandbox. A program may
+    // crash trying (Python's embedded file system traps on writes under /usr), but
+    // nothing may change.
+    let mounts = common::cache_dir().join("mounts");
+    let before = tree_digest(&mounts);
+    assert!(!before.is_empty(), "no mounted files to check");
+    for (runtime, code) in [
+        ("ruby", "Dir.glob('/ruby-3.2.0/**/*', File::FNM_DOTMATCH).each { |f| begin; File.write(f, 'x'); rescue Exception; end; begin; File.delete(f); rescue Exception; end; begin; File.rename(f, '/stolen'); rescue Exception; end }\nbegin; Dir.rmdir('/ruby-3.2.0'); rescue Exception; end\nputs 'done'"),
+        ("ruby", "begin; File.symlink('/main.rb', '/ruby-3.2.0/link'); rescue Exception => e; puts e.class; end\nbegin; File.chmod(0777, '/ruby-3.2.0/.rubyopts.rb'); rescue Exception => e; puts e.class; end\nputs 'done'"),
+        ("python", "open('/usr/local/lib/python311.zip', 'a').write('pwned')"),
+        ("python", "import os\nos.rmdir('/usr/local/lib/python3.11/lib-dynload')"),
+    ] {
+        let out = run(runtime, code).await;
+        assert!(
+            out.stdout.trim().ends_with("done") || out.status != RunStatus::Completed || out.exit_code != Some(0),
+            "{runtime}: {out:?}"
+        );
+    }
+    assert_eq!(tree_digest(&mounts), before, "a mounted base file changed");
+}
+
+/// Paths, sizes and contents of every file under `dir`, as one string.
+fn tree_digest(dir: &std::path::Path) -> String {
+    let mut entries = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let mut bytes = Vec::new();
+                std::fs::File::open(&p).unwrap().read_to_end(&mut bytes).unwrap();
+                entries.push(format!("{} {} {:x}", p.display(), bytes.len(), simple_hash(&bytes)));
+            }
+        }
+    }
+    entries.sort();
+    entries.join("\n")
+}
+
+fn simple_hash(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_and_host_commands_are_unreachable() {
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let (tport, uport) = (tcp.local_addr().unwrap().port(), udp.local_addr().unwrap().port());
+    let cases: Vec<(&str, String)> = vec![
+        ("python", format!("import socket\ntry:\n    s = socket.socket()\n    s.connect(('127.0.0.1', {tport}))\n    print('connected')\nexcept Exception as e:\n    print(type(e).__name__)\ntry:\n    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    u.sendto(b'x', ('127.0.0.1', {uport}))\n    print('sent')\nexcept Exception as e:\n    print(type(e).__name__)\ntry:\n    print(socket.gethostbyname('localhost'))\nexcept Exception as e:\n    print(type(e).__name__)")),
+        ("python", format!("import urllib.request\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{tport}/', timeout=2)\n    print('fetched')\nexcept Exception as e:\n    print(type(e).__name__)")),
+        ("python", "import os, subprocess\nfor f in (lambda: os.system('id'), lambda: subprocess.run(['id']), lambda: os.popen('id').read()):\n    try:\n        print(f())\n    except Exception as e:\n        print(type(e).__name__)".to_string()),
+        ("quickjs", format!("try {{ console.log(std.urlGet('http://127.0.0.1:{tport}/')); }} catch (e) {{ console.log(String(e)); }}\ntry {{ console.log(os.exec(['id'])); }} catch (e) {{ console.log(String(e)); }}\ntry {{ console.log(std.popen('id', 'r')); }} catch (e) {{ console.log(String(e)); }}")),
+        ("ruby", format!("begin\n  require 'socket'\n  TCPSocket.new('127.0.0.1', {tport})\n  puts 'connected'\nrescue Exception => e\n  puts e.class\nend\nbegin\n  puts `id`\nrescue Exception => e\n  puts e.class\nend\nbegin\n  p system('id')\nrescue Exception => e\n  puts e.class\nend")),
+        ("php-cgi", format!("<?php var_dump(@fsockopen('127.0.0.1', {tport}), @file_get_contents('http://127.0.0.1:{tport}/'), @fsockopen('udp://127.0.0.1', {uport}), function_exists('shell_exec') ? @shell_exec('id') : 'no shell_exec', function_exists('exec') ? @exec('id') : 'no exec', @gethostbyname('localhost'));")),
+    ];
+    for (runtime, code) in cases {
+        let started = Instant::now();
+        let out = run_with(runtime, &code, None, Some(Duration::from_secs(5))).await;
+        assert!(started.elapsed() < Duration::from_secs(7), "{runtime}: network probe hung: {out:?}");
+        assert!(!out.tty.contains("connected") && !out.tty.contains("fetched"), "{runtime}: {out:?}");
+        assert!(!out.tty.contains("uid="), "{runtime}: ran a host command: {out:?}");
+        assert!(tcp.accept().is_err(), "{runtime}: a TCP connection reached the host: {out:?}");
+        let mut buf = [0u8; 16];
+        assert!(udp.recv_from(&mut buf).is_err(), "{runtime}: a UDP datagram reached the host");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_reveals_nothing_of_the_host() {
+    let host_cwd = std::env::current_dir().unwrap().display().to_string();
+    let host_name = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string();
+    let cases = [
+        ("python", "import os, sys\nprint(dict(os.environ))\nprint(os.getcwd(), sys.argv, sys.executable)\nprint(os.uname() if hasattr(os, 'uname') else 'no uname')"),
+        ("quickjs", "console.log(JSON.stringify(std.getenviron()), os.getcwd()[0], JSON.stringify(scriptArgs));"),
+        ("ruby", "puts ENV.to_h.inspect, Dir.pwd, $0, ARGV.inspect, $PROGRAM_NAME"),
+        ("php-cgi", "<?php var_dump(getenv(), $_SERVER, getcwd(), php_uname(), $argv ?? null);"),
+    ];
+    for (runtime, code) in cases {
+        let out = run(runtime, code).await;
+        assert_nothing_leaked(runtime, &out);
+        for (what, value) in [("cwd", &host_cwd), ("hostname", &host_name)] {
+            if value.len() > 3 {
+                assert!(!out.tty.contains(value.as_str()), "{runtime}: host {what} {value:?} visible: {}", out.tty);
+            }
+        }
+        for (key, value) in std::env::vars() {
+            // Long values only: short ones ("1", "C.UTF-8") appear by chance.
+            if value.len() >= 12 {
+                assert!(!out.tty.contains(&value), "{runtime}: host variable {key} visible: {}", out.tty);
+            }
+        }
+    }
+}
+
+/// CPU probes that must end by the deadline (or sooner, if the runtime has its own guard).
+fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
+    match runtime {
+        "python" => vec![
+            ("loop in an exception handler", "while True:\n    try:\n        raise ValueError()\n    except ValueError:\n        pass"),
+            ("catastrophic regex", "import re\nprint(re.match(r'(a+)+$', 'a' * 64 + 'b'))"),
+            ("sleep", "import time\nwhile True:\n    try:\n        time.sleep(100)\n    except OSError:\n        pass"),
+            ("loop catching everything", "while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass"),
+        ],
+        "quickjs" => vec![
+            ("loop in an exception handler", "for (;;) { try { throw new Error('x'); } catch (e) {} }"),
+            ("catastrophic regex", "console.log(/(a+)+$/.test('a'.repeat(64) + 'b'));"),
+            ("sleep", "os.sleep(100000);"),
+            ("timer that never ends", "os.setTimeout(function f() { os.setTimeout(f, 0); }, 0);"),
+        ],
+        "ruby" => vec![
+            ("loop in an exception handler", "loop do\n  begin\n    raise 'x'\n  rescue\n  end\nend"),
+            ("catastrophic regex", "p(/(a+)+\\d$/ =~ 'a' * 64 + 'b')\nloop {}"),
+            ("sleep", "sleep 100"),
+            ("loop rescuing everything", "loop do\n  begin\n    loop {}\n  rescue Exception\n  end\nend"),
+        ],
+        "php-cgi" => vec![
+            ("loop in an exception handler", "<?php while (true) { try { throw new Exception('x'); } catch (Exception $e) {} }"),
+            ("catastrophic regex", "<?php ini_set('pcre.backtrack_limit', '1000000000'); ini_set('pcre.jit', '0'); while (true) { preg_match('/(a+)+$/', str_repeat('a', 64) . 'b'); }"),
+            ("sleep", "<?php sleep(100); while (true) {}"),
+            ("set_time_limit cannot lift it", "<?php set_time_limit(0); ignore_user_abort(true); while (true) {}"),
+        ],
+        _ => vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpu_burners_end_by_the_deadline() {
+    let deadline = Duration::from_secs(2);
+    let mut tasks = Vec::new();
+    for runtime in RUNTIMES {
+        for (what, code) in cpu_probes(runtime) {
+            tasks.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let out = run_with(runtime, code, None, Some(deadline)).await;
+                (runtime, what, started.elapsed(), out)
+            }));
+        }
+    }
+    assert!(tasks.len() >= 16);
+    for t in tasks {
+        let (runtime, what, took, out) = t.await.unwrap();
+        // Queueing for a slot counts in `took`, so compare the run's own duration.
+        assert!(out.duration < deadline + Duration::from_secs(1), "{runtime} {what}: {took:?} {out:?}");
+        match out.status {
+            RunStatus::Timeout => assert!(out.duration >= deadline, "{runtime} {what}: early timeout"),
+            // A runtime may refuse on its own (Python's sleep is unsupported in this build).
+            RunStatus::Completed => {}
+            _ => panic!("{runtime} {what}: {out:?}"),
+        }
+    }
+}
+
+fn memory_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
+    match runtime {
+        "python" => vec![
+            ("huge single allocation", "b = bytearray(2**40)"),
+            ("many small allocations", "x = []\nwhile True:\n    x.append([0] * 1000)"),
+            ("deep recursion", "def f(n):\n    return f(n + 1) + 1\nf(0)"),
+            ("deep C recursion", "import json\njson.loads('[' * 1000000 + ']' * 1000000)"),
+        ],
+        "quickjs" => vec![
+            ("huge single allocation", "new ArrayBuffer(2 ** 40);"),
+            ("many small allocations", "const a = []; for (;;) a.push({x: [1, 2, 3]});"),
+            ("deep recursion", "function f(n) { return f(n + 1) + 1; } f(0);"),
+            ("deep JSON nesting", "JSON.parse('['.repeat(1000000) + ']'.repeat(1000000));"),
+        ],
+        "ruby" => vec![
+            ("huge single allocation", "'x' * (2**40)"),
+            ("many small allocations", "a = []\nloop { a << [1, 2, 3] }"),
+            ("deep recursion", "def f(n) = f(n + 1) + 1\nf(0)"),
+        ],
+        "php-cgi" => vec![
+            ("huge single allocation", "<?php $s = str_repeat('x', 2 ** 40);"),
+            ("many small allocations", "<?php $a = []; while (true) { $a[] = [1, 2, 3]; }"),
+            ("deep recursion", "<?php function f($n) { return f($n + 1) + 1; } f(0);"),
+        ],
+        _ => vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_attacks_end_cleanly_and_the_host_survives() {
+    for runtime in RUNTIMES {
+        for (what, code) in memory_probes(runtime) {
+            // A small cap keeps the slow allocators (CPython in wasm) quick to hit it.
+            let out = run_limited(runtime, code, Duration::from_secs(20), 64 << 20).await;
+            let ok = match out.status {
+                RunStatus::Completed => out.exit_code != Some(0),
+                RunStatus::Crashed | RunStatus::Terminated => out.error.is_some(),
+                RunStatus::Timeout => false,
+            };
+            assert!(ok, "{runtime} {what}: {out:?}");
+        }
+        let again = run(runtime, if *runtime == "php-cgi" { "<?php echo 45, \"\\n\";" } else if *runtime == "python" { "print(45)" } else if *runtime == "ruby" { "puts 45" } else { "console.log(45)" }).await;
+        assert_eq!(again.stdout, "45\n", "{runtime} after memory attacks: {again:?}");
+    }
+}
+
+fn output_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
+    match runtime {
+        "python" => vec![
+            ("stderr flood", "import sys\nwhile True:\n    sys.stderr.write('e' * 65536)"),
+            ("one giant line", "import sys\nwhile True:\n    sys.stdout.write('y' * 1000)"),
+        ],
+        "quickjs" => vec![
+            ("stderr flood", "const s = 'e'.repeat(65536); for (;;) std.err.puts(s);"),
+            ("one giant line", "for (;;) std.out.puts('y'.repeat(1000));"),
+        ],
+        "ruby" => vec![
+            ("stderr flood", "s = 'e' * 65536\nloop { $stderr.write(s) }"),
+            ("one giant line", "loop { print 'y' * 1000 }"),
+        ],
+        "php-cgi" => vec![
+            ("stderr flood", "<?php $e = fopen('php://stderr', 'w'); if (!$e) { while (true) { error_log(str_repeat('e', 65536)); } } while (true) { fwrite($e, str_repeat('e', 65536)); }"),
+            ("one giant line", "<?php while (true) { echo str_repeat('y', 1000); }"),
+        ],
+        _ => vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_attacks_are_capped() {
+    let cap = runbox().limits().output_bytes;
+    for runtime in RUNTIMES {
+        for (what, code) in output_probes(runtime) {
+            let started = Instant::now();
+            let out = run_with(runtime, code, None, Some(Duration::from_secs(20))).await;
+            assert!(started.elapsed() < Duration::from_secs(5), "{runtime} {what}: slow");
+            assert_eq!(out.status, RunStatus::Terminated, "{runtime} {what}: {:?}", out.error);
+            assert!(out.truncated, "{runtime} {what}");
+            assert!(out.stdout.len() <= cap && out.stderr.len() <= cap, "{runtime} {what}");
+            assert!(out.tty.len() <= 2 * cap, "{runtime} {what}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
+    let cases = [
+        ("python", "import time\nn = 0\nwhile True:\n    t = time.time()\n    while time.time() - t < 0.1: pass\n    print('tick', n, flush=True)\n    n += 1"),
+        ("quickjs", "for (let n = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
+        ("ruby", "n = 0\nloop do\n  t = Time.now\n  while Time.now - t < 0.1; end\n  puts \"tick #{n}\"\n  n += 1\nend"),
+        ("php-cgi", "<?php for ($n = 0; ; $n++) { $t = microtime(true); while (microtime(true) - $t < 0.1); echo \"tick $n\\n\"; flush(); }"),
+    ];
+    for (runtime, code) in cases {
+        let out = run_with(runtime, code, None, Some(Duration::from_millis(1500))).await;
+        assert_eq!(out.status, RunStatus::Timeout, "{runtime}: {out:?}");
+        assert!(out.stdout.contains("tick 3"), "{runtime}: output before the deadline lost: {out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_output_is_replaced_not_fatal() {
+    let cases = [
+        ("python", "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe\\xc3 end\\n')\nsys.stderr.buffer.write(b'\\x80 err\\n')"),
+        ("quickjs", "std.out.write(new Uint8Array([111, 107, 32, 255, 254, 10]).buffer, 0, 6);"),
+        ("ruby", "$stdout.write(\"ok \\xff\\xfe end\\n\".b)\n$stderr.write(\"\\x80 err\\n\".b)"),
+        ("php-cgi", "<?php echo \"ok \\xff\\xfe end\\n\";"),
+    ];
+    for (runtime, code) in cases {
+        let out = run(runtime, code).await;
+        assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
+        assert!(out.stdout.starts_with("ok "), "{runtime}: {out:?}");
+        assert!(out.stdout.contains('\u{FFFD}'), "{runtime}: {out:?}");
+        // The raw bytes are kept for a terminal.
+        assert!(out.raw.stdout.contains(&0xff), "{runtime}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runs_do_not_see_each_other() {
+    // One run writes a file and keeps running; another looks for it at the same time.
+    let writer = tokio::spawn(run_with(
+        "python",
+        "open('/shared.txt', 'w').write('secret')\nimport time\nt = time.time()\nwhile time.time() - t < 1.5: pass\nprint(open('/shared.txt').read())",
+        None,
+        None,
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for runtime in RUNTIMES {
+        let code = match *runtime {
+            "python" => "import os\nprint(os.path.exists('/shared.txt'), os.listdir('/'))",
+            "quickjs" => "console.log(std.open('/shared.txt', 'r') !== null, JSON.stringify(os.readdir('/')[0]))",
+            "ruby" => "puts File.exist?('/shared.txt'), Dir.entries('/').inspect",
+            _ => "<?php var_dump(file_exists('/shared.txt'), scandir('/'));",
+        };
+        let out = run(runtime, code).await;
+        assert!(!out.stdout.contains("shared.txt") && !out.stdout.contains("true"), "{runtime}: {out:?}");
+    }
+    let w = writer.await.unwrap();
+    assert_eq!(w.stdout, "secret\n", "{w:?}");
+}
