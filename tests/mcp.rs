@@ -1,1 +1,618 @@
-//! placeholder
+//! `runbox mcp` end to end.
+//!
+//! - The real binary driven by a client no one here wrote: the official MCP Python SDK,
+//!   pinned ([`MCP_SDK`]) and installed once into `target/mcp-venv`. The scenarios are the
+//!   scripts in `tests/mcp_client/`; each test runs one and shows its output when it fails.
+//! - The real binary spoken to in newline-delimited JSON-RPC, for what the SDK hides
+//!   (what stdout carries, what happens when the client goes away).
+//! - The handler in-process, through rmcp's own client over `tokio::io::duplex`.
+
+mod common;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
+};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::{RoleClient, ServiceExt};
+use runbox::artifact::Progress;
+use runbox::manifest::Manifest;
+use runbox::mcp::schema::{self, RunCodeOutput, Status};
+use runbox::mcp::RunboxServer;
+use runbox::service::{Runbox, RunboxOptions};
+use serde_json::{json, Value};
+
+/// The MCP Python SDK the scenarios run with (the newest release when this was written).
+const MCP_SDK: &str = "mcp==2.3.0";
+
+// ---------------------------------------------------------------------------------------
+// The Python SDK against the real binary.
+
+fn target_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target")
+}
+
+/// The venv's interpreter, with [`MCP_SDK`] installed. Created once and reused across runs;
+/// a lock file keeps test binaries running at the same time from racing.
+fn sdk_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let target = target_dir();
+            std::fs::create_dir_all(&target).unwrap();
+            let venv = target.join("mcp-venv");
+            let python = venv.join("bin").join("python");
+            let marker = venv.join(format!(".installed-{MCP_SDK}"));
+            let lock = File::create(target.join("mcp-venv.lock")).unwrap();
+            lock.lock().expect("lock target/mcp-venv.lock");
+            if !marker.exists() {
+                if !python.exists() {
+                    run_setup(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+                }
+                run_setup(Command::new(&python).args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    MCP_SDK,
+                ]));
+                std::fs::write(&marker, "").unwrap();
+            }
+            python
+        })
+        .clone()
+}
+
+fn run_setup(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The built-in runtimes with their samples, for the scripts (`RUNBOX_TEST_RUNTIMES`).
+fn runtimes_json() -> String {
+    let manifest = Manifest::builtin().expect("built-in plugins.toml");
+    let runtimes: Vec<Value> = manifest
+        .plugins
+        .values()
+        .map(|p| {
+            let samples: Vec<Value> = p
+                .samples
+                .iter()
+                .map(|s| {
+                    json!({"name": s.name, "code": s.code, "stdin": s.stdin, "stdout": s.stdout,
+                           "stderr_contains": s.stderr_contains, "exit_code": s.exit_code})
+                })
+                .collect();
+            json!({"name": p.name, "language": p.language, "version": p.version,
+                   "extension": p.extension, "samples": samples})
+        })
+        .collect();
+    Value::Array(runtimes).to_string()
+}
+
+/// Runs `tests/mcp_client/SCRIPT SCENARIO` against the binary.
+fn scenario(script: &str, scenario: &str) {
+    // Fetch and compile the runtimes first, so the binary finds them cached.
+    common::runbox();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
+    let out = Command::new(sdk_python())
+        .arg(dir.join(script))
+        .arg(scenario)
+        .current_dir(&dir)
+        .env("RUNBOX_BIN", env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env("RUNBOX_TEST_RUNTIMES", runtimes_json())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("start the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{script} {scenario} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+        out.status
+    );
+    print!("{stdout}");
+}
+
+#[test]
+fn sdk_stdio_initialize_is_fast() {
+    scenario("over_stdio.py", "startup");
+}
+
+#[test]
+fn sdk_stdio_tools_and_schemas() {
+    scenario("over_stdio.py", "schemas");
+}
+
+#[test]
+fn sdk_stdio_run_code_in_every_runtime() {
+    scenario("over_stdio.py", "every_runtime");
+}
+
+#[test]
+fn sdk_stdio_exit_codes_timeouts_and_tool_errors() {
+    scenario("over_stdio.py", "outcomes");
+}
+
+#[test]
+fn sdk_stdio_eight_calls_in_parallel() {
+    scenario("over_stdio.py", "parallel");
+}
+
+#[test]
+fn sdk_stdio_settings() {
+    scenario("over_stdio.py", "settings");
+}
+
+#[test]
+fn sdk_stdio_cancellation_stops_the_run() {
+    scenario("over_stdio.py", "cancellation");
+}
+
+#[test]
+fn sdk_http_basic_calls() {
+    scenario("over_http.py", "basics");
+}
+
+#[test]
+fn sdk_http_bearer_token() {
+    scenario("over_http.py", "token");
+}
+
+#[test]
+fn sdk_http_cancellation_stops_the_run() {
+    scenario("over_http.py", "cancellation");
+}
+
+// ---------------------------------------------------------------------------------------
+// Newline-delimited JSON-RPC against the real binary.
+
+fn runbox_mcp(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runbox"));
+    cmd.env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env_remove("RUNBOX_PLUGINS")
+        .env_remove("RUNBOX_TOKEN")
+        .env_remove("RUNBOX_HTTP")
+        .arg("mcp")
+        .args(args);
+    cmd
+}
+
+struct RawSession {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    lines: Vec<String>,
+}
+
+impl RawSession {
+    fn start(args: &[&str]) -> RawSession {
+        common::runbox();
+        RawSession::spawn(runbox_mcp(args).stderr(Stdio::null()))
+    }
+
+    /// Starts `cmd` and initializes a session with it.
+    fn spawn(cmd: &mut Command) -> RawSession {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start runbox mcp");
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut session = RawSession {
+            child,
+            stdout,
+            lines: Vec::new(),
+        };
+        session.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        );
+        let init = session.receive();
+        assert_eq!(init["result"]["serverInfo"]["name"], "runbox", "{init}");
+        session.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.child.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn receive(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        self.lines.push(line.clone());
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+
+    fn call(&mut self, id: u64, arguments: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": arguments}}));
+    }
+
+    /// Closes stdin and waits for the process to end; returns how long that took.
+    fn hang_up(mut self) -> (Duration, Vec<String>) {
+        drop(self.child.stdin.take());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "runbox mcp ended with {status}");
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                self.child.kill().unwrap();
+                panic!("runbox mcp still runs 10 s after its client went away");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let took = start.elapsed();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        self.lines.extend(rest.lines().map(|l| format!("{l}\n")));
+        (took, self.lines)
+    }
+}
+
+#[test]
+fn stdout_carries_only_protocol_messages() {
+    let mut session = RawSession::start(&[]);
+    session.call(
+        1,
+        json!({"runtime": "python", "code": "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)"}),
+    );
+    let reply = session.receive();
+    assert_eq!(reply["id"], 1);
+    assert_eq!(
+        reply["result"]["structuredContent"]["stdout"],
+        "to stdout\n"
+    );
+    let (_, lines) = session.hang_up();
+    for line in lines {
+        let message: Value = serde_json::from_str(&line).expect("a JSON line");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+}
+
+#[test]
+fn start_up_fetches_and_compiles_first_with_progress_on_stderr() {
+    // A runtime of our own, from a local file, into an empty cache.
+    let dir = tempfile::tempdir().unwrap();
+    let tool = wat::parse_str(
+        r#"(module
+          (import "wasi_snapshot_preview1" "fd_write"
+            (func $fd_write (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 16) "hi\n")
+          (func (export "_start")
+            (i32.store (i32.const 0) (i32.const 16))
+            (i32.store (i32.const 4) (i32.const 3))
+            (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))))"#,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("hi.wasm"), &tool).unwrap();
+    let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&tool));
+    let plugins = dir.path().join("plugins.toml");
+    std::fs::write(
+        &plugins,
+        format!(
+            "[plugins.hi]\nlanguage = \"Hi\"\nversion = \"1\"\nextension = \"hi\"\n\
+             adapter = \"command\"\n\
+             [plugins.hi.settings]\nentry = \"main.hi\"\nargv = [\"hi\", \"{{entry}}\"]\n\
+             [plugins.hi.tools.hi]\npath = \"hi.wasm\"\nsha256 = \"{sha256}\"\n"
+        ),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let stderr_path = dir.path().join("stderr.txt");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runbox"));
+    cmd.env("RUNBOX_CACHE_DIR", cache.path())
+        .arg("--plugins")
+        .arg(&plugins)
+        .arg("mcp")
+        .stderr(File::create(&stderr_path).unwrap());
+    let mut session = RawSession::spawn(&mut cmd);
+    session.call(1, json!({"runtime": "hi", "code": ""}));
+    let reply = session.receive();
+    let content = &reply["result"]["structuredContent"];
+    assert_eq!(content["status"], "completed", "{reply}");
+    assert_eq!(content["stdout"], "hi\n", "{reply}");
+    let (_, lines) = session.hang_up();
+    for line in lines {
+        let message: Value = serde_json::from_str(&line).expect("a JSON line");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+    }
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(
+        stderr.contains("compil"),
+        "no progress on stderr:\n{stderr}"
+    );
+    assert!(stderr.contains("serving MCP on stdio (hi)"), "{stderr}");
+}
+
+#[test]
+fn a_client_that_goes_away_leaves_nothing_running() {
+    let mut session = RawSession::start(&[]);
+    session.call(
+        1,
+        json!({"runtime": "python", "code": "while True:\n    pass", "timeout_seconds": 30}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let (took, _) = session.hang_up();
+    // The run is cancelled as stdin ends, and the process exits with nothing left to wait for.
+    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+}
+
+#[test]
+fn http_on_a_public_address_needs_a_token() {
+    let out = runbox_mcp(&["--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--token or RUNBOX_TOKEN"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_settings_fail_before_loading() {
+    let out = runbox_mcp(&["--max-timeout", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-timeout"));
+    let out = runbox_mcp(&["--runtimes", "python,cobol"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cobol"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The handler in-process, through rmcp's client.
+
+async fn shared_runbox() -> Arc<Runbox> {
+    tokio::task::spawn_blocking(common::runbox).await.unwrap()
+}
+
+/// A Runbox of its own, with one run at a time.
+async fn one_slot_runbox() -> Arc<Runbox> {
+    tokio::task::spawn_blocking(|| {
+        let manifest = Manifest::builtin().unwrap();
+        let options = RunboxOptions {
+            max_concurrent: 1,
+            only: vec!["python".into(), "quickjs".into()],
+            ..RunboxOptions::default()
+        };
+        Arc::new(Runbox::load(&manifest, &common::cache(), options, &Progress::hidden()).unwrap())
+    })
+    .await
+    .unwrap()
+}
+
+async fn connect(runbox: Arc<Runbox>) -> RunningService<RoleClient, ()> {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let server = RunboxServer::new(runbox);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("initialize")
+}
+
+fn arguments(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn run_code(args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new("run_code").with_arguments(arguments(args))
+}
+
+fn output(result: &CallToolResult) -> RunCodeOutput {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    serde_json::from_value(
+        result
+            .structured_content
+            .clone()
+            .expect("structuredContent"),
+    )
+    .expect("structuredContent is a RunCodeOutput")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_tools_and_schemas() {
+    let runbox = shared_runbox().await;
+    let client = connect(runbox.clone()).await;
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "runbox");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["list_runtimes", "run_code"]);
+    let run = &tools[1];
+    let input = Value::Object(run.input_schema.as_ref().clone());
+    assert_eq!(
+        input["properties"]["runtime"]["enum"],
+        json!(runbox.runtime_names())
+    );
+    assert_eq!(input["required"], json!(["runtime", "code"]));
+    assert_eq!(
+        run.output_schema.as_deref(),
+        Some(schema::run_code_output_schema().as_ref())
+    );
+    let description = run.description.as_deref().unwrap();
+    for r in runbox.runtimes() {
+        assert!(description.contains(&format!("{}: {} {}", r.name, r.language, r.version)));
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_run_code() {
+    let client = connect(shared_runbox().await).await;
+    let result = client
+        .call_tool(run_code(json!({
+            "runtime": "python",
+            "code": "import sys\nprint(sys.stdin.read().upper(), end='')\nsys.exit(2)",
+            "stdin": "shout\n",
+        })))
+        .await
+        .unwrap();
+    let out = output(&result);
+    assert_eq!(
+        out,
+        RunCodeOutput {
+            status: Status::Completed,
+            exit_code: Some(2),
+            tty: "SHOUT\n".into(),
+            stdout: "SHOUT\n".into(),
+            stderr: String::new(),
+            error: None,
+            truncated: false,
+            duration_ms: out.duration_ms,
+        }
+    );
+    assert_eq!(text(&result), out.to_text());
+
+    let result = client
+        .call_tool(run_code(json!({
+            "runtime": "quickjs",
+            "code": "for (;;) {}",
+            "timeout_seconds": 0.3,
+        })))
+        .await
+        .unwrap();
+    let out = output(&result);
+    assert_eq!(out.status, Status::Timeout);
+    assert_eq!(out.exit_code, None);
+    assert!(out.error.is_some());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_tool_errors_name_the_runtimes() {
+    let runbox = shared_runbox().await;
+    let client = connect(runbox.clone()).await;
+    let valid = runbox.runtime_names().join(", ");
+    let cases = [
+        json!({"runtime": "cobol", "code": "x"}),
+        json!({"runtime": "python"}),
+        json!({"code": "print(1)"}),
+        json!({"runtime": "python", "code": "print(1)", "timeout_seconds": 0}),
+        json!({"runtime": "python", "code": "print(1)", "stdin": 7}),
+    ];
+    for args in cases {
+        let result = client.call_tool(run_code(args.clone())).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{args}: {result:?}");
+        assert!(text(&result).contains(&valid), "{args}: {}", text(&result));
+    }
+    // No arguments at all.
+    let result = client
+        .call_tool(CallToolRequestParams::new("run_code"))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains(&valid));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_cancellation_frees_the_slot_at_once() {
+    let client = connect(one_slot_runbox().await).await;
+    let quick = || run_code(json!({"runtime": "quickjs", "code": "console.log(1)"}));
+    // Time besides the run itself, when nothing else runs.
+    let mut idle = Duration::MAX;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let out = output(&client.call_tool(quick()).await.unwrap());
+        idle = idle.min(start.elapsed() - Duration::from_secs_f64(out.duration_ms / 1e3));
+    }
+
+    let forever = run_code(json!({
+        "runtime": "python",
+        "code": "while True:\n    pass",
+        "timeout_seconds": 30,
+    }));
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(forever)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    handle.cancel(Some("test".into())).await.unwrap();
+
+    let start = Instant::now();
+    let out = output(&client.call_tool(quick()).await.unwrap());
+    let waited = start.elapsed() - Duration::from_secs_f64(out.duration_ms / 1e3);
+    assert_eq!(out.stdout, "1\n");
+    assert!(
+        waited < idle + Duration::from_millis(100),
+        "waited {waited:?} for the slot (idle: {idle:?})"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_list_runtimes() {
+    let runbox = shared_runbox().await;
+    let client = connect(runbox.clone()).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("list_runtimes"))
+        .await
+        .unwrap();
+    let listing: schema::ListRuntimesOutput =
+        serde_json::from_value(result.structured_content.unwrap()).unwrap();
+    let names: Vec<String> = listing.runtimes.iter().map(|r| r.name.clone()).collect();
+    assert_eq!(names, runbox.runtime_names());
+    assert_eq!(listing.limits.max_timeout_seconds, 60.0);
+    client.cancel().await.unwrap();
+}
+
+/// Every scenario script parses (a typo fails here, not halfway through a scenario).
+#[test]
+fn client_scripts_compile() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "py") {
+            let source = path.display().to_string();
+            run_setup(Command::new("python3").args([
+                "-c",
+                "import ast, sys; ast.parse(open(sys.argv[1]).read())",
+                &source,
+            ]));
+        }
+    }
+}

@@ -183,6 +183,7 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
             max_timeout: timeout,
             memory_bytes: args.memory_mb << 20,
             output_bytes: args.output_bytes,
+            ..LimitSettings::default()
         },
         max_concurrent: 1,
         only: vec![args.runtime.clone()],

@@ -18,6 +18,7 @@ use crate::manifest::Manifest;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
+use crate::sandbox::disk::{DiskBudget, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
 use crate::sandbox::linker::sandbox_linker;
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::{OutputCapture, OutputLimitExceeded};
@@ -50,6 +51,10 @@ pub struct LimitSettings {
     pub max_timeout: Duration,
     pub memory_bytes: u64,
     pub output_bytes: usize,
+    /// Bytes of file data a run may keep in its scratch directory.
+    pub scratch_bytes: u64,
+    /// Files, directories and links a run may create in its scratch directory.
+    pub scratch_files: u64,
 }
 
 impl Default for LimitSettings {
@@ -59,6 +64,8 @@ impl Default for LimitSettings {
             max_timeout: Duration::from_secs(60),
             memory_bytes: 512 << 20,
             output_bytes: 1 << 20,
+            scratch_bytes: DEFAULT_SCRATCH_BYTES,
+            scratch_files: DEFAULT_SCRATCH_FILES,
         }
     }
 }
@@ -234,6 +241,7 @@ impl Runbox {
             mounts: plugin.mounts.clone(),
             output: OutputCapture::new(self.limits.output_bytes),
             memory: MemoryBudget::new(usize::try_from(memory).unwrap_or(usize::MAX)),
+            disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
             deadline: Instant::now() + timeout,
         })
     }
@@ -341,6 +349,14 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
             run.memory.cap() >> 20
         )
     };
+    let disk_note = || {
+        format!(
+            "disk limit reached: the run may keep at most {} MiB in at most {} files and \
+             directories in its scratch directory",
+            run.disk.byte_cap() >> 20,
+            run.disk.entry_cap()
+        )
+    };
     let timeout_note = || format!("time limit reached: the run was stopped after {:.1} s", timeout.as_secs_f64());
     let (status, exit_code, error) = match ended {
         Ended::Returned(Ok(Ok(code))) => (RunStatus::Completed, Some(code), None),
@@ -357,6 +373,8 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
                 (RunStatus::Timeout, None, Some(timeout_note()))
             } else if run.memory.was_exceeded() {
                 (RunStatus::Terminated, None, Some(memory_note()))
+            } else if run.disk.was_exceeded() {
+                (RunStatus::Terminated, None, Some(disk_note()))
             } else {
                 (RunStatus::Crashed, None, Some(describe_trap(&trap)))
             }

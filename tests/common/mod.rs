@@ -69,7 +69,12 @@ pub async fn run_with(
 }
 
 /// Runs `code` with explicit timeout and memory cap.
-pub async fn run_limited(runtime: &str, code: &str, timeout: Duration, memory_bytes: u64) -> RunOutcome {
+pub async fn run_limited(
+    runtime: &str,
+    code: &str,
+    timeout: Duration,
+    memory_bytes: u64,
+) -> RunOutcome {
     runbox()
         .run(
             RunRequest {

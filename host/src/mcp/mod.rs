@@ -35,16 +35,12 @@ pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     match args.http {
         Some(addr) => {
             http::serve(server, addr, args.token().map(str::to_owned), |url| {
-                if !global.quiet {
-                    eprintln!("runbox: serving MCP at {url} ({names})");
-                }
+                eprintln!("runbox: serving MCP at {url} ({names})");
             })
             .await
         }
         None => {
-            if !global.quiet {
-                eprintln!("runbox: serving MCP on stdio ({names})");
-            }
+            eprintln!("runbox: serving MCP on stdio ({names})");
             serve_stdio(server).await
         }
     }

@@ -21,12 +21,12 @@ pub struct RunCodeInput {
     pub runtime: String,
     /// The program's source text, as it would be written to a file.
     pub code: String,
-    /// Text given to the program as standard input. Without it the program sees end of
-    /// input at once.
-    #[serde(default)]
+    #[schemars(
+        description = "Text given to the program as standard input. Without it the program \
+                       sees end of input at once."
+    )]
     pub stdin: Option<String>,
     /// Wall-clock limit in seconds; fractions allowed.
-    #[serde(default)]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
 }
@@ -67,9 +67,11 @@ impl Status {
 /// The `structuredContent` of a `run_code` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunCodeOutput {
-    /// completed: the program ran to its end (any exit code); crashed: a trap or a runtime
-    /// that failed to start; terminated: stopped for another reason (output or memory cap,
-    /// cancellation); timeout: the time limit passed.
+    #[schemars(
+        description = "completed: the program ran to its end (any exit code); crashed: a trap \
+                       or a runtime that failed to start; terminated: stopped for another reason \
+                       (output or memory cap, cancellation); timeout: the time limit passed."
+    )]
     pub status: Status,
     /// The program's exit code when `status` is completed, else null.
     pub exit_code: Option<i32>,
@@ -116,17 +118,17 @@ impl RunCodeOutput {
         if self.truncated {
             text.push_str("\nnote: the output cap cut the output");
         }
-        text.push_str(&format!("\nduration: {} ms", self.duration_ms));
+        text.push_str(&format!("\nduration: {} ms\n", self.duration_ms));
         for (name, stream) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             if !stream.is_empty() {
-                text.push_str(&format!("\n--- {name} ---\n{stream}"));
+                text.push_str(&format!("--- {name} ---\n{stream}"));
                 if !stream.ends_with('\n') {
                     text.push('\n');
                 }
             }
         }
         if self.stdout.is_empty() && self.stderr.is_empty() {
-            text.push_str("\n(no output)");
+            text.push_str("(no output)\n");
         }
         text
     }
@@ -212,7 +214,10 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
         runtime.insert("enum".into(), json!(names));
         runtime.insert(
             "description".into(),
-            json!(format!("The runtime to run the code in: {}.", listed.join(", "))),
+            json!(format!(
+                "The runtime to run the code in: {}.",
+                listed.join(", ")
+            )),
         );
     }
     if let Some(Value::Object(timeout)) = properties.get_mut("timeout_seconds") {
@@ -345,7 +350,7 @@ mod tests {
         };
         assert_eq!(
             timeout.to_text(),
-            "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)"
+            "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)\n"
         );
     }
 

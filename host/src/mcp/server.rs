@@ -81,7 +81,8 @@ impl RunboxServer {
         match self.runbox.run(request, cancel).await {
             Ok(outcome) => {
                 let output = RunCodeOutput::from(outcome);
-                let mut result = CallToolResult::success(vec![ContentBlock::text(output.to_text())]);
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(output.to_text())]);
                 result.structured_content =
                     Some(serde_json::to_value(&output).expect("RunCodeOutput serializes"));
                 result
@@ -90,10 +91,11 @@ impl RunboxServer {
         }
     }
 
-    /// The runtimes `run_code` accepts (name, language, version, file extension, a sample
-    /// program) and the limits every run gets.
+    /// What `run_code` can run, and within which limits.
     #[tool(
         name = "list_runtimes",
+        description = "The runtimes run_code accepts (name, language, version, file extension, \
+                       a sample program) and the limits every run gets.",
         annotations(
             title = "List runtimes",
             read_only_hint = true,
@@ -205,9 +207,9 @@ pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) ->
 
 /// A size as people write it: `512 MiB`, `64 KiB`, `1000 bytes`.
 fn bytes(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")

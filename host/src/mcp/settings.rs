@@ -17,25 +17,51 @@ pub struct McpArgs {
     #[arg(long, env = "RUNBOX_HTTP", value_name = "ADDR", value_parser = parse_http_addr)]
     pub http: Option<SocketAddr>,
     /// Bearer token HTTP clients must send (`Authorization: Bearer TOKEN`).
-    #[arg(long, env = "RUNBOX_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "RUNBOX_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
-    /// Wall-clock limit of a run that asks for none, in seconds.
-    #[arg(long, env = "RUNBOX_DEFAULT_TIMEOUT", value_name = "SECS", default_value_t = 10.0)]
-    pub default_timeout: f64,
+    /// Wall-clock limit of a run that asks for none, in seconds [default: 10, or
+    /// --max-timeout when that is lower].
+    #[arg(long, env = "RUNBOX_DEFAULT_TIMEOUT", value_name = "SECS")]
+    pub default_timeout: Option<f64>,
     /// The most a run may ask for with `timeout_seconds`; larger requests are capped.
-    #[arg(long, env = "RUNBOX_MAX_TIMEOUT", value_name = "SECS", default_value_t = 60.0)]
+    #[arg(
+        long,
+        env = "RUNBOX_MAX_TIMEOUT",
+        value_name = "SECS",
+        default_value_t = 60.0
+    )]
     pub max_timeout: f64,
     /// Memory limit of one run in MiB, shared by everything the run starts.
-    #[arg(long, env = "RUNBOX_MEMORY_MB", value_name = "N", default_value_t = 512)]
+    #[arg(
+        long,
+        env = "RUNBOX_MEMORY_MB",
+        value_name = "N",
+        default_value_t = 512
+    )]
     pub memory_mb: u64,
     /// Output limit of one run, per stream, in bytes.
     #[arg(long, env = "RUNBOX_OUTPUT_BYTES", value_name = "BYTES", default_value_t = 1 << 20)]
     pub output_bytes: usize,
     /// Expose only these runtimes (comma-separated names from the plugins file; default all).
-    #[arg(long, env = "RUNBOX_RUNTIMES", value_name = "NAMES", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "RUNBOX_RUNTIMES",
+        value_name = "NAMES",
+        value_delimiter = ','
+    )]
     pub runtimes: Vec<String>,
     /// Runs at once; further calls wait for a free slot.
-    #[arg(long, env = "RUNBOX_MAX_CONCURRENT", value_name = "N", default_value_t = 8)]
+    #[arg(
+        long,
+        env = "RUNBOX_MAX_CONCURRENT",
+        value_name = "N",
+        default_value_t = 8
+    )]
     pub max_concurrent: usize,
 }
 
@@ -45,7 +71,7 @@ impl Default for McpArgs {
         McpArgs {
             http: None,
             token: None,
-            default_timeout: limits.default_timeout.as_secs_f64(),
+            default_timeout: None,
             max_timeout: limits.max_timeout.as_secs_f64(),
             memory_mb: limits.memory_bytes >> 20,
             output_bytes: limits.output_bytes,
@@ -58,12 +84,15 @@ impl Default for McpArgs {
 impl McpArgs {
     /// Checks the settings and turns them into the options [`crate::service::Runbox`] loads with.
     pub fn runbox_options(&self) -> Result<RunboxOptions> {
-        let default_timeout = seconds("--default-timeout", self.default_timeout)?;
         let max_timeout = seconds("--max-timeout", self.max_timeout)?;
+        let default_timeout = match self.default_timeout {
+            Some(secs) => seconds("--default-timeout", secs)?,
+            None => LimitSettings::default().default_timeout.min(max_timeout),
+        };
         if default_timeout > max_timeout {
             bail!(
                 "--default-timeout ({} s) is larger than --max-timeout ({} s)",
-                self.default_timeout,
+                default_timeout.as_secs_f64(),
                 self.max_timeout
             );
         }
@@ -91,6 +120,7 @@ impl McpArgs {
                 max_timeout,
                 memory_bytes,
                 output_bytes: self.output_bytes,
+                ..LimitSettings::default()
             },
             max_concurrent: self.max_concurrent,
             only,
@@ -142,7 +172,7 @@ mod tests {
     fn bad_settings_are_refused() {
         let bad = [
             McpArgs {
-                default_timeout: 0.0,
+                default_timeout: Some(0.0),
                 ..McpArgs::default()
             },
             McpArgs {
@@ -150,7 +180,7 @@ mod tests {
                 ..McpArgs::default()
             },
             McpArgs {
-                default_timeout: 30.0,
+                default_timeout: Some(30.0),
                 max_timeout: 20.0,
                 ..McpArgs::default()
             },
@@ -166,6 +196,17 @@ mod tests {
         for args in bad {
             assert!(args.runbox_options().is_err(), "{args:?}");
         }
+    }
+
+    #[test]
+    fn a_low_maximum_lowers_the_default() {
+        let args = McpArgs {
+            max_timeout: 2.0,
+            ..McpArgs::default()
+        };
+        let limits = args.runbox_options().unwrap().limits;
+        assert_eq!(limits.default_timeout, Duration::from_secs(2));
+        assert_eq!(limits.max_timeout, Duration::from_secs(2));
     }
 
     #[test]

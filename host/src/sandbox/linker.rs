@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{I32Exit, WasiView};
 
+use super::quota_fs::WasiQuotaFsView;
 use super::store::StoreState;
 use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 
@@ -31,8 +32,9 @@ pub fn sandbox_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     Ok(linker)
 }
 
-/// `wasmtime_wasi::p2::add_to_linker_async` without `wasi:sockets`.
-fn add_wasi<T: WasiView>(l: &mut Linker<T>) -> wasmtime::Result<()> {
+/// `wasmtime_wasi::p2::add_to_linker_async` without `wasi:sockets`, and with the scratch
+/// cap on `wasi:filesystem/types`.
+fn add_wasi<T: WasiView + WasiQuotaFsView>(l: &mut Linker<T>) -> wasmtime::Result<()> {
     use wasmtime_wasi_io::bindings::wasi::io;
     struct HasIo;
     impl wasmtime::component::HasData for HasIo {
@@ -44,7 +46,8 @@ fn add_wasi<T: WasiView>(l: &mut Linker<T>) -> wasmtime::Result<()> {
 
     clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
     clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    filesystem::types::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
+    // `types` with the run's scratch cap; `preopens` as is.
+    super::quota_fs::add_to_linker(l)?;
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     random::random::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;
     random::insecure::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;

@@ -1,10 +1,12 @@
 //! One run's sandbox: its scratch directory and read-only mounts, its limits, its
 //! captured output, and the stores its programs run in.
 
+pub mod disk;
 pub mod linker;
 pub mod memory;
 pub mod output;
 mod process;
+pub mod quota_fs;
 pub mod store;
 
 use std::collections::HashMap;
@@ -16,6 +18,7 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::engine::SandboxEngine;
+use disk::DiskBudget;
 use memory::MemoryBudget;
 use output::OutputCapture;
 use store::StoreState;
@@ -61,5 +64,7 @@ pub struct RunContext {
     pub mounts: Arc<Vec<Mount>>,
     pub output: OutputCapture,
     pub memory: MemoryBudget,
+    /// The scratch directory's cap: bytes of file data and files created.
+    pub disk: DiskBudget,
     pub deadline: Instant,
 }

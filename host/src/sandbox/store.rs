@@ -5,11 +5,13 @@ use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::memory::StoreMemoryLimiter;
 use super::output::Channel;
+use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
 use super::RunContext;
 
 /// One program's standard streams and arguments.
@@ -26,6 +28,7 @@ pub struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: StoreMemoryLimiter,
+    disk: StoreDisk,
     pub(super) run: Arc<RunContext>,
 }
 
@@ -38,8 +41,20 @@ impl WasiView for StoreState {
     }
 }
 
+impl WasiQuotaFsView for StoreState {
+    fn quota_fs(&mut self) -> QuotaFsView<'_> {
+        QuotaFsView {
+            inner: WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            disk: &mut self.disk,
+        }
+    }
+}
+
 /// A new store for one program of `run`: the scratch directory at `/`, the read-only
-/// mounts, output into the run's capture, the run's memory budget and deadline.
+/// mounts, output into the run's capture, the run's memory and disk budgets and deadline.
 pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store<StoreState>> {
     let mut b = WasiCtxBuilder::new();
     b.args(&io.argv)
@@ -47,6 +62,11 @@ pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store
         .stdout(run.output.stream(Channel::Stdout))
         .stderr(run.output.stream(Channel::Stderr))
         .stdin(MemoryInputPipe::new(io.stdin.unwrap_or_default()));
+    // File operations on the local scratch and mount directories take microseconds: run
+    // them on this thread instead of a `spawn_blocking` round trip each. clang opens,
+    // stats and `realpath`s ~12,000 times for `#include <iostream>`; this cuts a C++
+    // hello from ~2.2 s to ~1.4 s. Compute still yields at every epoch tick.
+    b.allow_blocking_current_thread(true);
     b.preopened_dir(&run.scratch, "/", FsPerms::ReadWrite)?;
     for m in run.mounts.iter() {
         b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;
@@ -55,6 +75,7 @@ pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store
         wasi: b.build(),
         table: ResourceTable::new(),
         limiter: run.memory.limiter(),
+        disk: StoreDisk::new(run.disk.clone()),
         run: run.clone(),
     };
     let mut store = Store::new(run.engine.engine(), state);

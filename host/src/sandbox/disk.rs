@@ -1,0 +1,479 @@
+//! The scratch-space cap of one run, shared by the plugin and every program it spawns:
+//! at most so many bytes of file data and so many names (files, directories, symlinks,
+//! hard links) in the run's scratch directory.
+//!
+//! The budget is enforced by the `wasi:filesystem` wrapper in `quota_fs.rs`; this module
+//! only keeps the books. A refused growth or creation is remembered, so that a run which
+//! then traps is reported as stopped by the disk cap (like the memory cap).
+//!
+//! # How bytes are counted
+//!
+//! Every regular file the run opens gets a ledger entry keyed by its identity (device and
+//! inode, as hashed by wasmtime-wasi's `metadata-hash`). The entry holds the file's
+//! *high-water mark*: the largest logical size any write, `set-size` or append could have
+//! given it. A write of `[offset, offset + len)` costs `max(0, offset + len - high)`, so
+//! rewriting bytes a file already had is free, and a write far past the end pays for the
+//! hole too (sparse files are counted at their logical size). The high-water mark is an
+//! upper bound on the file's real size at all times, even with writes still in flight on
+//! the blocking pool, so the sum of all entries bounds what the run holds on disk.
+//!
+//! Bytes come back when a file shrinks (`set-size`, open with `truncate`) — but only when
+//! no stream write to it is in flight, as one could land past the new size afterwards —
+//! and when a file's last link is removed (`unlink-file-at`, `rename-at` over it) and no
+//! descriptor or stream of the run still has it open; otherwise when the last of those
+//! closes. A file's bytes are never returned while the run can still reach its data.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Bytes of file data one run may hold in its scratch directory, by default.
+pub const DEFAULT_SCRATCH_BYTES: u64 = 256 << 20;
+/// Files, directories and links one run may create in its scratch directory, by default.
+pub const DEFAULT_SCRATCH_FILES: u64 = 10_000;
+
+/// The identity of a file: wasmtime-wasi's `metadata-hash` of its device and inode, which
+/// is the same whether taken from an open descriptor or from a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileKey {
+    pub lower: u64,
+    pub upper: u64,
+}
+
+/// A write, growth or creation the run's scratch budget does not allow.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("no space left in the run's scratch directory")]
+pub struct DiskFull;
+
+#[derive(Debug)]
+struct FileEntry {
+    /// Upper bound of the file's logical size.
+    high: u64,
+    /// What the run paid for this file; `high - paid` existed before the run saw it.
+    paid: u64,
+    /// Descriptors and streams of the run that have the file open.
+    open: usize,
+    /// Stream writes handed to the blocking pool and not yet seen to complete.
+    in_flight: usize,
+    /// The last link is gone; the bytes come back when the file is closed.
+    unlinked: bool,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    used: u64,
+    files: HashMap<FileKey, FileEntry>,
+}
+
+impl Ledger {
+    /// Forgets a file whose last link is gone and which nothing has open.
+    fn forget(&mut self, key: FileKey) {
+        if let Some(entry) = self.files.remove(&key) {
+            self.used = self.used.saturating_sub(entry.paid);
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Budget {
+    byte_cap: u64,
+    entry_cap: u64,
+    entries: AtomicU64,
+    refused: AtomicBool,
+    ledger: Mutex<Ledger>,
+}
+
+/// The scratch space a whole run may use: bytes of file data and entries (names).
+#[derive(Debug, Clone)]
+pub struct DiskBudget(Arc<Budget>);
+
+impl DiskBudget {
+    pub fn new(byte_cap: u64, entry_cap: u64) -> DiskBudget {
+        DiskBudget(Arc::new(Budget {
+            byte_cap,
+            entry_cap,
+            entries: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
+            ledger: Mutex::new(Ledger::default()),
+        }))
+    }
+
+    pub fn byte_cap(&self) -> u64 {
+        self.0.byte_cap
+    }
+
+    pub fn entry_cap(&self) -> u64 {
+        self.0.entry_cap
+    }
+
+    /// Bytes of file data the run is charged for now.
+    pub fn bytes_used(&self) -> u64 {
+        self.ledger().used
+    }
+
+    /// Files, directories and links the run has created and not removed.
+    pub fn entries(&self) -> u64 {
+        self.0.entries.load(Ordering::SeqCst)
+    }
+
+    /// Whether any write or creation was refused during the run.
+    pub fn was_exceeded(&self) -> bool {
+        self.0.refused.load(Ordering::SeqCst)
+    }
+
+    /// Takes one entry for a name about to be created.
+    pub fn take_entry(&self) -> Result<(), DiskFull> {
+        if self.try_take_entry() {
+            Ok(())
+        } else {
+            Err(self.refuse())
+        }
+    }
+
+    /// Takes one entry if the cap allows, without counting a refusal (for a creation that
+    /// may turn out not to create anything).
+    pub fn try_take_entry(&self) -> bool {
+        let b = &self.0;
+        b.entries
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                n.checked_add(1).filter(|next| *next <= b.entry_cap)
+            })
+            .is_ok()
+    }
+
+    /// Gives back one entry: a name was removed, or a creation did not happen.
+    pub fn give_back_entry(&self) {
+        let _ = self
+            .0
+            .entries
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// Registers one open descriptor of the file `key`, whose size is now `size`. The
+    /// file stays open in the books until the returned handle is dropped. Also says
+    /// whether the books knew the file before.
+    pub fn open(&self, key: FileKey, size: u64) -> (OpenFile, bool) {
+        let mut ledger = self.ledger();
+        let known = ledger.files.contains_key(&key);
+        let entry = ledger.files.entry(key).or_insert(FileEntry {
+            high: size,
+            paid: 0,
+            open: 0,
+            in_flight: 0,
+            unlinked: false,
+        });
+        entry.open += 1;
+        let file = OpenFile {
+            budget: self.clone(),
+            key,
+        };
+        (file, known)
+    }
+
+    /// The last link of the file `key` was removed: its bytes come back now if nothing of
+    /// the run has it open, or when the last handle closes.
+    pub fn unlinked(&self, key: FileKey) {
+        let mut ledger = self.ledger();
+        let Some(entry) = ledger.files.get_mut(&key) else {
+            return;
+        };
+        if entry.open > 0 {
+            entry.unlinked = true;
+        } else {
+            ledger.forget(key);
+        }
+    }
+
+    fn close(&self, key: FileKey) {
+        let mut ledger = self.ledger();
+        let Some(entry) = ledger.files.get_mut(&key) else {
+            return;
+        };
+        entry.open = entry.open.saturating_sub(1);
+        if entry.open == 0 && entry.unlinked {
+            ledger.forget(key);
+        }
+    }
+
+    /// Records a refusal (also one decided outside the budget) and returns its error.
+    pub fn refuse(&self) -> DiskFull {
+        self.0.refused.store(true, Ordering::SeqCst);
+        DiskFull
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // The books stay consistent under a panic: every update is a few plain stores.
+        self.0.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Raises the high-water mark of `key` to `end`, charging the difference.
+    fn extend(&self, key: FileKey, end: u64) -> Result<Extension, DiskFull> {
+        let mut guard = self.ledger();
+        let ledger = &mut *guard;
+        let entry = ledger.files.entry(key).or_insert(FileEntry {
+            high: 0,
+            paid: 0,
+            open: 0,
+            in_flight: 0,
+            unlinked: false,
+        });
+        let before = entry.high;
+        let cost = end.saturating_sub(before);
+        match ledger.used.checked_add(cost) {
+            Some(used) if used <= self.0.byte_cap => {
+                ledger.used = used;
+                entry.paid += cost;
+                entry.high = before.max(end);
+                Ok(Extension {
+                    before,
+                    end: entry.high,
+                })
+            }
+            _ => {
+                drop(guard);
+                Err(self.refuse())
+            }
+        }
+    }
+}
+
+/// One descriptor or stream of the run holding a file open. Dropping it closes the file
+/// in the books.
+#[derive(Debug)]
+pub struct OpenFile {
+    budget: DiskBudget,
+    key: FileKey,
+}
+
+/// A raise of a file's high-water mark, to settle once the write is done.
+#[derive(Debug, Clone, Copy)]
+#[must_use]
+pub struct Extension {
+    before: u64,
+    end: u64,
+}
+
+impl OpenFile {
+    pub fn key(&self) -> FileKey {
+        self.key
+    }
+
+    /// Charges for the file reaching `end` bytes (a write ending there, or `set-size`).
+    pub fn extend_to(&self, end: u64) -> Result<Extension, DiskFull> {
+        self.budget.extend(self.key, end)
+    }
+
+    /// Charges for appending `len` bytes to the file, now `size` bytes long. With stream
+    /// writes still in flight `size` may be stale, so the append is assumed to land at the
+    /// high-water mark instead.
+    pub fn extend_append(&self, size: u64, len: u64) -> Result<Extension, DiskFull> {
+        let start = {
+            let ledger = self.budget.ledger();
+            match ledger.files.get(&self.key) {
+                Some(e) if e.in_flight > 0 => size.max(e.high),
+                _ => size,
+            }
+        };
+        self.extend_to(start.saturating_add(len))
+    }
+
+    /// Settles an extension once the operation is done: the file really reached
+    /// `reached` bytes (0 when it did not grow at all); the rest of the charge comes back.
+    pub fn settle(&self, ext: Extension, reached: u64) {
+        let mut guard = self.budget.ledger();
+        let ledger = &mut *guard;
+        let Some(entry) = ledger.files.get_mut(&self.key) else {
+            return;
+        };
+        // Only undo when nothing raised the mark further in between.
+        if entry.high != ext.end {
+            return;
+        }
+        let high = ext.before.max(reached).min(ext.end);
+        let unused = entry.high - high;
+        entry.high = high;
+        let unused = unused.min(entry.paid);
+        entry.paid -= unused;
+        ledger.used = ledger.used.saturating_sub(unused);
+    }
+
+    /// The file was set to `size` bytes (`set-size`, or opened with `truncate`).
+    pub fn resized(&self, size: u64) {
+        let mut guard = self.budget.ledger();
+        let ledger = &mut *guard;
+        let Some(entry) = ledger.files.get_mut(&self.key) else {
+            return;
+        };
+        // A stream write still in flight could land past `size` afterwards.
+        if entry.in_flight > 0 || size >= entry.high {
+            return;
+        }
+        let freed = (entry.high - size).min(entry.paid);
+        entry.high = size;
+        entry.paid -= freed;
+        ledger.used = ledger.used.saturating_sub(freed);
+    }
+
+    /// A stream write was handed to the blocking pool.
+    pub fn write_started(&self) {
+        if let Some(e) = self.budget.ledger().files.get_mut(&self.key) {
+            e.in_flight += 1;
+        }
+    }
+
+    /// A stream write handed to the blocking pool is known to be done.
+    pub fn write_finished(&self) {
+        if let Some(e) = self.budget.ledger().files.get_mut(&self.key) {
+            e.in_flight = e.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        self.budget.close(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: FileKey = FileKey { lower: 1, upper: 1 };
+    const B: FileKey = FileKey { lower: 2, upper: 2 };
+
+    #[test]
+    fn entries_are_capped_shared_and_never_negative() {
+        let budget = DiskBudget::new(1 << 20, 2);
+        let other_store = budget.clone();
+        budget.take_entry().unwrap();
+        other_store.take_entry().unwrap();
+        assert!(budget.take_entry().is_err());
+        assert!(budget.was_exceeded());
+        assert_eq!(budget.entries(), 2);
+        budget.give_back_entry();
+        other_store.take_entry().unwrap();
+        for _ in 0..5 {
+            budget.give_back_entry();
+        }
+        assert_eq!(budget.entries(), 0);
+    }
+
+    #[test]
+    fn the_books_know_a_file_until_it_is_deleted() {
+        let budget = DiskBudget::new(100, 10);
+        let (a, known) = budget.open(A, 0);
+        assert!(!known);
+        drop(a);
+        let (a, known) = budget.open(A, 0);
+        assert!(known);
+        budget.unlinked(A);
+        drop(a);
+        let (_a, known) = budget.open(A, 0);
+        assert!(
+            !known,
+            "a deleted file's identity may be reused by a new file"
+        );
+    }
+
+    #[test]
+    fn bytes_are_charged_by_high_water_mark_across_files_and_stores() {
+        let budget = DiskBudget::new(100, 10);
+        let a = budget.open(A, 0).0;
+        let b = budget.clone().open(B, 0).0;
+        let _ = a.extend_to(60).unwrap();
+        // Rewriting bytes the file already had is free.
+        let _ = a.extend_to(30).unwrap();
+        let _ = a.extend_to(60).unwrap();
+        assert_eq!(budget.bytes_used(), 60);
+        assert!(!budget.was_exceeded());
+        assert!(b.extend_to(41).is_err());
+        assert!(budget.was_exceeded());
+        let _ = b.extend_to(40).unwrap();
+        assert_eq!(budget.bytes_used(), 100);
+        // A write far past the end pays for the hole.
+        assert!(a.extend_to(1 << 40).is_err());
+        assert_eq!(budget.bytes_used(), 100);
+    }
+
+    #[test]
+    fn settle_returns_what_a_write_did_not_use() {
+        let budget = DiskBudget::new(100, 10);
+        let a = budget.open(A, 0).0;
+        let _ = a.extend_to(10).unwrap();
+        let ext = a.extend_to(50).unwrap();
+        a.settle(ext, 30); // a short write
+        assert_eq!(budget.bytes_used(), 30);
+        let ext = a.extend_to(80).unwrap();
+        a.settle(ext, 0); // a failed write
+        assert_eq!(budget.bytes_used(), 30);
+    }
+
+    #[test]
+    fn shrinking_refunds_unless_a_stream_write_is_in_flight() {
+        let budget = DiskBudget::new(100, 10);
+        let a = budget.open(A, 0).0;
+        let _ = a.extend_to(80).unwrap();
+        a.write_started();
+        a.resized(0);
+        assert_eq!(budget.bytes_used(), 80);
+        a.write_finished();
+        a.write_finished(); // never below zero
+        a.resized(20);
+        assert_eq!(budget.bytes_used(), 20);
+        // Regrowing pays again.
+        let _ = a.extend_to(100).unwrap();
+        assert_eq!(budget.bytes_used(), 100);
+    }
+
+    #[test]
+    fn appends_with_writes_in_flight_are_charged_past_the_high_water_mark() {
+        let budget = DiskBudget::new(100, 10);
+        let a = budget.open(A, 0).0;
+        let _ = a.extend_append(0, 30).unwrap();
+        assert_eq!(budget.bytes_used(), 30);
+        a.write_started();
+        // The size on disk still says 0: the first append has not landed.
+        let _ = a.extend_append(0, 30).unwrap();
+        assert_eq!(budget.bytes_used(), 60);
+    }
+
+    #[test]
+    fn unlinked_files_refund_when_the_last_handle_closes() {
+        let budget = DiskBudget::new(100, 10);
+        let a = budget.open(A, 0).0;
+        let a2 = budget.open(A, 0).0;
+        let _ = a.extend_to(70).unwrap();
+        budget.unlinked(A);
+        assert_eq!(budget.bytes_used(), 70);
+        drop(a);
+        assert_eq!(budget.bytes_used(), 70);
+        drop(a2);
+        assert_eq!(budget.bytes_used(), 0);
+
+        // Closed files refund at once; unknown files change nothing.
+        let b = budget.open(B, 0).0;
+        let _ = b.extend_to(50).unwrap();
+        drop(b);
+        assert_eq!(budget.bytes_used(), 50);
+        budget.unlinked(A);
+        budget.unlinked(B);
+        assert_eq!(budget.bytes_used(), 0);
+    }
+
+    #[test]
+    fn bytes_a_file_had_before_the_run_saw_it_are_not_refunded() {
+        let budget = DiskBudget::new(100, 10);
+        let b = budget.open(B, 0).0;
+        let _ = b.extend_to(40).unwrap();
+        let a = budget.open(A, 500).0;
+        let _ = a.extend_to(520).unwrap();
+        assert_eq!(budget.bytes_used(), 60);
+        a.resized(0);
+        assert_eq!(budget.bytes_used(), 40);
+        let _ = a.extend_to(60).unwrap();
+        drop(a);
+        budget.unlinked(A);
+        assert_eq!(budget.bytes_used(), 40);
+    }
+}

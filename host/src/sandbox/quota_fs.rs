@@ -1,0 +1,735 @@
+//! `wasi:filesystem/types` with the run's scratch-space cap: every call is delegated to
+//! wasmtime-wasi's own implementation ([`WasiFilesystemCtxView`]); the calls that grow
+//! files or create names are charged to the run's [`DiskBudget`] first and refused with
+//! `insufficient-space` (ENOSPC to a preview1 program) past the cap.
+//!
+//! - Bytes: `write`, `set-size`, and the streams of `write-via-stream` and
+//!   `append-via-stream` (wrapped in a [`QuotaOutputStream`]) are charged by the growth of
+//!   the file's high-water mark; see `disk.rs` for the rule and for when bytes come back.
+//! - Names: `open-at` with `create` of a path that does not exist yet,
+//!   `create-directory-at`, `symlink-at` and `link-at` take one entry each;
+//!   `unlink-file-at`, `remove-directory-at` and `rename-at` over an existing name give one
+//!   back.
+//!
+//! A stream refused for space fails with an error that [`types::Host::filesystem_error_code`]
+//! below maps to `insufficient-space`, which is what the preview1 adapter and wasi-libc ask
+//! for when a stream write fails.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use wasmtime::component::{HasData, Linker, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self, ErrorCode, HostDescriptor, HostDirectoryEntryStream,
+};
+use wasmtime_wasi::p2::{FsError, FsResult, InputStream, OutputStream, Pollable, StreamError};
+use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream, StreamResult};
+
+use super::disk::{DiskBudget, DiskFull, Extension, FileKey, OpenFile};
+
+/// One store's side of the run's disk budget: the budget, and the files this store's
+/// descriptors have open (by descriptor handle).
+pub struct StoreDisk {
+    budget: DiskBudget,
+    files: HashMap<u32, Arc<OpenFile>>,
+}
+
+impl StoreDisk {
+    pub fn new(budget: DiskBudget) -> StoreDisk {
+        StoreDisk {
+            budget,
+            files: HashMap::new(),
+        }
+    }
+}
+
+/// A store whose filesystem is served with the scratch cap.
+pub trait WasiQuotaFsView: Send {
+    fn quota_fs(&mut self) -> QuotaFsView<'_>;
+}
+
+/// The [`HasData`] of the wrapped `wasi:filesystem/types`.
+pub struct QuotaFs;
+
+impl HasData for QuotaFs {
+    type Data<'a> = QuotaFsView<'a>;
+}
+
+/// wasmtime-wasi's filesystem view of a store, plus that store's side of the disk budget.
+pub struct QuotaFsView<'a> {
+    pub inner: WasiFilesystemCtxView<'a>,
+    pub disk: &'a mut StoreDisk,
+}
+
+/// Adds the wrapped `wasi:filesystem/types` (`preopens` needs no wrapping).
+pub fn add_to_linker<T: WasiQuotaFsView + 'static>(l: &mut Linker<T>) -> wasmtime::Result<()> {
+    types::add_to_linker::<T, QuotaFs>(l, T::quota_fs)
+}
+
+fn borrow<T: 'static>(r: &Resource<T>) -> Resource<T> {
+    Resource::new_borrow(r.rep())
+}
+
+fn no_space() -> FsError {
+    ErrorCode::InsufficientSpace.into()
+}
+
+fn stream_no_space() -> StreamError {
+    StreamError::LastOperationFailed(DiskFull.into())
+}
+
+fn key(h: types::MetadataHashValue) -> FileKey {
+    FileKey {
+        lower: h.lower,
+        upper: h.upper,
+    }
+}
+
+/// Path flags that do not follow a final symlink.
+fn no_follow() -> types::PathFlags {
+    types::PathFlags::empty()
+}
+
+impl QuotaFsView<'_> {
+    /// The books' handle of a writable file descriptor; `None` for directories and for
+    /// files of read-only mounts (which cannot be changed, so cost nothing).
+    async fn open_file(&mut self, fd: &Resource<Descriptor>) -> FsResult<Option<Arc<OpenFile>>> {
+        Ok(self.register(fd).await?.map(|(file, _)| file))
+    }
+
+    /// [`Self::open_file`], also saying whether the books knew the file before.
+    async fn register(
+        &mut self,
+        fd: &Resource<Descriptor>,
+    ) -> FsResult<Option<(Arc<OpenFile>, bool)>> {
+        if let Some(f) = self.disk.files.get(&fd.rep()) {
+            return Ok(Some((f.clone(), true)));
+        }
+        match self.inner.table.get(fd)? {
+            Descriptor::File(f) if !f.perms.write_not_permitted() => {}
+            _ => return Ok(None),
+        }
+        let key = key(self.inner.metadata_hash(borrow(fd)).await?);
+        let size = match self.inner.table.get(fd)? {
+            // One fstat of an open file: cheap enough to do on this thread.
+            Descriptor::File(f) => f.file.metadata().map_err(FsError::from)?.len(),
+            Descriptor::Dir(_) => return Ok(None),
+        };
+        let (file, known) = self.disk.budget.open(key, size);
+        let file = Arc::new(file);
+        self.disk.files.insert(fd.rep(), file.clone());
+        Ok(Some((file, known)))
+    }
+
+    /// The handle of a descriptor registered by `open-at`, for the synchronous stream
+    /// constructors. A writable file without one would escape the books: that is a bug,
+    /// and traps.
+    fn registered_file(&self, fd: &Resource<Descriptor>) -> FsResult<Option<Arc<OpenFile>>> {
+        if let Some(f) = self.disk.files.get(&fd.rep()) {
+            return Ok(Some(f.clone()));
+        }
+        match self.inner.table.get(fd)? {
+            Descriptor::File(f) if !f.perms.write_not_permitted() => Err(FsError::trap(
+                wasmtime::format_err!("runbox: a writable file is missing from the disk budget"),
+            )),
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether `path` names something (following symlinks as `path_flags` says).
+    async fn exists(
+        &mut self,
+        dir: &Resource<Descriptor>,
+        flags: types::PathFlags,
+        path: &str,
+    ) -> bool {
+        self.inner
+            .stat_at(borrow(dir), flags, path.to_string())
+            .await
+            .is_ok()
+    }
+
+    /// The identity of a regular file at `path` whose only link `path` is, i.e. which
+    /// removing `path` deletes.
+    async fn last_link(&mut self, dir: &Resource<Descriptor>, path: &str) -> Option<FileKey> {
+        let stat = self
+            .inner
+            .stat_at(borrow(dir), no_follow(), path.to_string())
+            .await
+            .ok()?;
+        if !matches!(stat.type_, types::DescriptorType::RegularFile) || stat.link_count > 1 {
+            return None;
+        }
+        self.identity_at(dir, path).await
+    }
+
+    async fn identity_at(&mut self, dir: &Resource<Descriptor>, path: &str) -> Option<FileKey> {
+        self.inner
+            .metadata_hash_at(borrow(dir), no_follow(), path.to_string())
+            .await
+            .ok()
+            .map(key)
+    }
+
+    /// Takes one entry for a name about to be created.
+    fn take_entry(&self) -> FsResult<()> {
+        self.disk.budget.take_entry().map_err(|_| no_space())
+    }
+
+    /// Gives the entry taken for a creation back if the creation failed.
+    fn created<R>(&self, r: FsResult<R>) -> FsResult<R> {
+        if r.is_err() {
+            self.disk.budget.give_back_entry();
+        }
+        r
+    }
+}
+
+impl types::Host for QuotaFsView<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.inner, err)
+    }
+
+    fn filesystem_error_code(
+        &mut self,
+        err: Resource<wasmtime::Error>,
+    ) -> wasmtime::Result<Option<ErrorCode>> {
+        if self
+            .inner
+            .table
+            .get(&err)?
+            .downcast_ref::<DiskFull>()
+            .is_some()
+        {
+            return Ok(Some(ErrorCode::InsufficientSpace));
+        }
+        types::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl HostDescriptor for QuotaFsView<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        self.inner.advise(fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync_data(fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
+        self.inner.get_flags(fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorType> {
+        self.inner.get_type(fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        let Some(file) = self.open_file(&fd).await? else {
+            return self.inner.set_size(fd, size).await;
+        };
+        let ext = file.extend_to(size).map_err(|_| no_space())?;
+        match self.inner.set_size(fd, size).await {
+            Ok(()) => {
+                file.resized(size);
+                Ok(())
+            }
+            Err(e) => {
+                file.settle(ext, 0);
+                Err(e)
+            }
+        }
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.inner.set_times(fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        self.inner.read(fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        let Some(file) = self.open_file(&fd).await? else {
+            return self.inner.write(fd, buf, offset).await;
+        };
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .ok_or(ErrorCode::FileTooLarge)?;
+        let ext = file.extend_to(end).map_err(|_| no_space())?;
+        match self.inner.write(fd, buf, offset).await {
+            Ok(n) => {
+                file.settle(ext, if n > 0 { offset.saturating_add(n) } else { 0 });
+                Ok(n)
+            }
+            Err(e) => {
+                file.settle(ext, 0);
+                Err(e)
+            }
+        }
+    }
+
+    async fn read_directory(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        self.inner.read_directory(fd).await
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync(fd).await
+    }
+
+    async fn create_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.take_entry()?;
+        let r = self.inner.create_directory_at(fd, path).await;
+        self.created(r)
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        self.inner.stat(fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        self.inner.stat_at(fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.inner
+            .set_times_at(fd, path_flags, path, atim, mtim)
+            .await
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: types::PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.take_entry()?;
+        let r = self
+            .inner
+            .link_at(fd, old_path_flags, old_path, new_descriptor, new_path)
+            .await;
+        self.created(r)
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+        oflags: types::OpenFlags,
+        flags: types::DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        // An entry is taken before a `create`, and given back if the open did not create
+        // the file. Every regular file in scratch was created by `open-at` and entered in
+        // the books then, so a file the books do not know yet is one this open created.
+        // The path is only looked up first at the cap, so that existing files still open
+        // there: a lookup of a missing path costs an error value (and a backtrace).
+        let mut reserved = false;
+        if oflags.contains(types::OpenFlags::CREATE) {
+            reserved = self.disk.budget.try_take_entry();
+            if !reserved && !self.exists(&fd, path_flags, &path).await {
+                self.disk.budget.refuse();
+                return Err(no_space());
+            }
+        }
+        let opened = self
+            .inner
+            .open_at(fd, path_flags, path, oflags, flags)
+            .await;
+        let opened = if reserved {
+            self.created(opened)?
+        } else {
+            opened?
+        };
+        let created = match self.register(&opened).await {
+            Ok(Some((file, known))) => {
+                if oflags.contains(types::OpenFlags::TRUNCATE) {
+                    file.resized(0);
+                }
+                !known
+            }
+            Ok(None) => false,
+            Err(e) => {
+                // Keep the entry: the file may well exist now.
+                let _ = self.inner.table.delete(opened);
+                return Err(e);
+            }
+        };
+        if reserved && !created {
+            self.disk.budget.give_back_entry();
+        }
+        Ok(opened)
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.disk.files.remove(&fd.rep());
+        HostDescriptor::drop(&mut self.inner, fd)
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.inner.readlink_at(fd, path).await
+    }
+
+    async fn remove_directory_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path: String,
+    ) -> FsResult<()> {
+        self.inner.remove_directory_at(fd, path).await?;
+        self.disk.budget.give_back_entry();
+        Ok(())
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        // Renaming over an existing name removes that name (and maybe its file), unless
+        // both name the same file, when nothing happens.
+        let mut replaces = false;
+        let mut deletes = None;
+        if self.exists(&new_fd, no_follow(), &new_path).await {
+            let target = self.identity_at(&new_fd, &new_path).await;
+            let source = self.identity_at(&fd, &old_path).await;
+            if target.is_none() || target != source {
+                replaces = true;
+                deletes = self.last_link(&new_fd, &new_path).await;
+            }
+        }
+        self.inner.rename_at(fd, old_path, new_fd, new_path).await?;
+        if replaces {
+            self.disk.budget.give_back_entry();
+        }
+        if let Some(key) = deletes {
+            self.disk.budget.unlinked(key);
+        }
+        Ok(())
+    }
+
+    async fn symlink_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        src_path: String,
+        dest_path: String,
+    ) -> FsResult<()> {
+        self.take_entry()?;
+        let r = self.inner.symlink_at(fd, src_path, dest_path).await;
+        self.created(r)
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        let deletes = self.last_link(&fd, &path).await;
+        self.inner.unlink_file_at(fd, path).await?;
+        self.disk.budget.give_back_entry();
+        if let Some(key) = deletes {
+            self.disk.budget.unlinked(key);
+        }
+        Ok(())
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        let file = self.registered_file(&fd)?;
+        let stream = self.inner.read_via_stream(fd, offset)?;
+        let Some(file) = file else {
+            return Ok(stream);
+        };
+        // The stream keeps the file open: its bytes stay charged while it lives.
+        let inner = self.inner.table.delete(stream)?;
+        let wrapped: DynInputStream = Box::new(QuotaInputStream { inner, _file: file });
+        Ok(self.inner.table.push(wrapped)?)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.output_stream(fd, Some(offset))
+    }
+
+    fn append_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.output_stream(fd, None)
+    }
+
+    async fn is_same_object(
+        &mut self,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        self.inner.is_same_object(a, b).await
+    }
+
+    async fn metadata_hash(
+        &mut self,
+        fd: Resource<Descriptor>,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.inner.metadata_hash(fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.inner.metadata_hash_at(fd, path_flags, path).await
+    }
+}
+
+impl QuotaFsView<'_> {
+    /// `write-via-stream` (at `offset`) or `append-via-stream` (`None`), the stream
+    /// wrapped to charge what it writes.
+    fn output_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: Option<types::Filesize>,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        let file = self.registered_file(&fd)?;
+        let handle = match self.inner.table.get(&fd)? {
+            Descriptor::File(f) => Some(f.file.clone()),
+            Descriptor::Dir(_) => None,
+        };
+        let stream = match offset {
+            Some(offset) => self.inner.write_via_stream(fd, offset)?,
+            None => self.inner.append_via_stream(fd)?,
+        };
+        let (Some(file), Some(handle)) = (file, handle) else {
+            return Ok(stream);
+        };
+        let at = match offset {
+            Some(offset) => At::Offset(offset),
+            None => At::End(handle),
+        };
+        let inner = self.inner.table.delete(stream)?;
+        let wrapped: DynOutputStream = Box::new(QuotaOutputStream {
+            inner,
+            file,
+            at,
+            pending: false,
+        });
+        Ok(self.inner.table.push(wrapped)?)
+    }
+}
+
+impl HostDirectoryEntryStream for QuotaFsView<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<types::DirectoryEntryStream>,
+    ) -> FsResult<Option<types::DirectoryEntry>> {
+        self.inner.read_directory_entry(stream).await
+    }
+
+    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        HostDirectoryEntryStream::drop(&mut self.inner, stream)
+    }
+}
+
+/// Where a [`QuotaOutputStream`] writes next.
+enum At {
+    Offset(u64),
+    /// Appends: at the end of this file.
+    End(Arc<std::fs::File>),
+}
+
+/// A file output stream that charges each write to the run's disk budget before handing
+/// it to wasmtime-wasi's stream, and fails with [`DiskFull`] past the cap.
+pub struct QuotaOutputStream {
+    inner: DynOutputStream,
+    file: Arc<OpenFile>,
+    at: At,
+    /// A write was handed to `inner` and is not yet known to be done.
+    pending: bool,
+}
+
+impl QuotaOutputStream {
+    /// Charges a write of `len` bytes at the stream's position.
+    fn charge(&mut self, len: u64) -> StreamResult<Extension> {
+        let ext = match &self.at {
+            At::Offset(p) => {
+                let end = p.checked_add(len).ok_or_else(stream_no_space)?;
+                self.file.extend_to(end)
+            }
+            At::End(f) => {
+                // One fstat of an open file: cheap enough to do on this thread.
+                let size = f
+                    .metadata()
+                    .map_err(|e| StreamError::LastOperationFailed(e.into()))?
+                    .len();
+                self.file.extend_append(size, len)
+            }
+        };
+        ext.map_err(|_| stream_no_space())
+    }
+
+    fn advance(&mut self, len: u64) {
+        if let At::Offset(p) = &mut self.at {
+            *p += len;
+        }
+    }
+
+    fn done(&mut self) {
+        if std::mem::take(&mut self.pending) {
+            self.file.write_finished();
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl OutputStream for QuotaOutputStream {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        let len = bytes.len() as u64;
+        let ext = self.charge(len)?;
+        match self.inner.write(bytes) {
+            Ok(()) => {
+                if !std::mem::replace(&mut self.pending, true) {
+                    self.file.write_started();
+                }
+                self.advance(len);
+                Ok(())
+            }
+            Err(e) => {
+                self.file.settle(ext, 0);
+                Err(e)
+            }
+        }
+    }
+
+    async fn blocking_write_and_flush(&mut self, bytes: Bytes) -> StreamResult<()> {
+        let len = bytes.len() as u64;
+        let ext = self.charge(len)?;
+        let r = self.inner.blocking_write_and_flush(bytes).await;
+        // wasmtime-wasi's file stream waits for earlier writes and writes this one before
+        // returning, either way.
+        self.done();
+        match r {
+            Ok(()) => {
+                self.advance(len);
+                Ok(())
+            }
+            Err(e) => {
+                // Part of it may have been written: keep the charge unless nothing could be.
+                if matches!(e, StreamError::Closed) {
+                    self.file.settle(ext, 0);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        self.inner.flush()
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        let r = self.inner.check_write();
+        // Room to write, or an error, means no write is still running.
+        if !matches!(r, Ok(0)) {
+            self.done();
+        }
+        r
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await;
+        self.done();
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for QuotaOutputStream {
+    async fn ready(&mut self) {
+        self.inner.ready().await;
+        // A file stream is ready once its write has completed.
+        self.done();
+    }
+}
+
+/// A file input stream that keeps the file open in the books while it lives.
+pub struct QuotaInputStream {
+    inner: DynInputStream,
+    _file: Arc<OpenFile>,
+}
+
+#[async_trait::async_trait]
+impl InputStream for QuotaInputStream {
+    fn read(&mut self, size: usize) -> StreamResult<Bytes> {
+        self.inner.read(size)
+    }
+
+    async fn blocking_read(&mut self, size: usize) -> StreamResult<Bytes> {
+        self.inner.blocking_read(size).await
+    }
+
+    fn skip(&mut self, nelem: usize) -> StreamResult<usize> {
+        self.inner.skip(nelem)
+    }
+
+    async fn blocking_skip(&mut self, nelem: usize) -> StreamResult<usize> {
+        self.inner.blocking_skip(nelem).await
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for QuotaInputStream {
+    async fn ready(&mut self) {
+        self.inner.ready().await
+    }
+}

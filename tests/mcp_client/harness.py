@@ -1,0 +1,261 @@
+"""Shared helpers for the scenarios tests/mcp.rs runs against the real `runbox mcp`.
+
+The client is the official MCP Python SDK (pinned in tests/mcp.rs). The binary and the
+artifact cache come from the environment: RUNBOX_BIN, RUNBOX_CACHE_DIR.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+RUNBOX = os.environ["RUNBOX_BIN"]
+CACHE_DIR = os.environ["RUNBOX_CACHE_DIR"]
+
+# The built-in runtimes as plugins.toml lists them, with their samples (from tests/mcp.rs):
+# [{name, language, version, extension, samples: [{name, code, stdin, stdout,
+# stderr_contains, exit_code}]}]
+MANIFEST = json.loads(os.environ["RUNBOX_TEST_RUNTIMES"])
+RUNTIMES = [r["name"] for r in MANIFEST]
+
+# Compilers need more than the default 10 s when the machine is busy.
+SLOW_OK = 60
+
+C_PROGRAM = r"""#include <ctype.h>
+#include <stdio.h>
+
+int main(void) {
+    char s[64];
+    int n = 0, c;
+    while ((c = getchar()) != EOF && n < 63)
+        if (!isspace(c)) s[n++] = toupper(c);
+    s[n] = 0;
+    printf("out %s\n", s);
+    fflush(stdout);
+    fprintf(stderr, "err\n");
+    int sum = 0;
+    for (int i = 0; i < 10; i++) sum += i;
+    printf("%d\n", sum);
+    return 0;
+}
+"""
+
+CPP_PROGRAM = r"""#include <cctype>
+#include <iostream>
+#include <string>
+
+int main() {
+    std::string s;
+    std::getline(std::cin, s);
+    for (auto &c : s) c = std::toupper(c);
+    std::cout << "out " << s << std::endl;
+    std::cerr << "err" << std::endl;
+    int sum = 0;
+    for (int i = 0; i < 10; i++) sum += i;
+    std::cout << sum << std::endl;
+}
+"""
+
+# One program per runtime, with the exact structuredContent it must produce (less
+# duration_ms): stdout and stderr in order, stdin read back, exit code 0.
+PROGRAMS = {
+    "clang": (C_PROGRAM, "abc\n"),
+    "clangpp": (CPP_PROGRAM, "abc\n"),
+    "python": (
+        "import sys\ns = sys.stdin.read()\nprint('out', s.strip().upper())\n"
+        "print('err', file=sys.stderr)\nprint(sum(range(10)))",
+        "abc\n",
+    ),
+    "quickjs": (
+        "const s = std.in.readAsString();\nconsole.log('out', s.trim().toUpperCase());\n"
+        "std.err.puts('err\\n');\nconsole.log([...Array(10).keys()].reduce((a, b) => a + b));",
+        "abc\n",
+    ),
+    "ruby": (
+        "s = STDIN.read\nputs \"out #{s.strip.upcase}\"\n$stderr.puts 'err'\nputs (0...10).sum",
+        "abc\n",
+    ),
+    # php-cgi has no readable stdin in the sandbox; it echoes a constant instead.
+    "php-cgi": (
+        "<?php\necho 'out ', strtoupper('abc'), \"\\n\";\nerror_log('err');\n"
+        "echo array_sum(range(0, 9)), \"\\n\";",
+        None,
+    ),
+}
+
+EXPECTED = {
+    "status": "completed",
+    "exit_code": 0,
+    "tty": "out ABC\nerr\n45\n",
+    "stdout": "out ABC\n45\n",
+    "stderr": "err\n",
+    "error": None,
+    "truncated": False,
+}
+
+
+
+def program_arguments(runtime):
+    """run_code arguments for PROGRAMS[runtime] (expected output: EXPECTED)."""
+    code, stdin = PROGRAMS[runtime]
+    args = {"runtime": runtime, "code": code, "timeout_seconds": SLOW_OK}
+    if stdin is not None:
+        args["stdin"] = stdin
+    return args
+
+
+async def run_samples(session, runtime):
+    """Runs every sample plugins.toml lists for `runtime` and checks what it specifies."""
+    spec = next(r for r in MANIFEST if r["name"] == runtime)
+    for sample in spec["samples"]:
+        args = {"runtime": runtime, "code": sample["code"], "timeout_seconds": SLOW_OK}
+        if sample["stdin"] is not None:
+            args["stdin"] = sample["stdin"]
+        result = await session.call_tool("run_code", args)
+        what = f"{runtime} sample {sample['name']}"
+        assert not result.is_error, (what, text_of(result))
+        content = result.structured_content
+        assert content["status"] == "completed", (what, content)
+        assert content["exit_code"] == sample["exit_code"], (what, content)
+        if sample["stdout"] is not None:
+            assert content["stdout"] == sample["stdout"], (what, content)
+        if sample["stderr_contains"] is not None:
+            assert sample["stderr_contains"] in content["stderr"], (what, content)
+        assert content["error"] is None and content["truncated"] is False, (what, content)
+
+
+# A program that never ends, and one that ends at once.
+FOREVER = {"runtime": "python", "code": "while True:\n    pass"}
+QUICK = {"runtime": "quickjs", "code": "console.log('quick')"}
+
+
+def server_env(**extra):
+    return {"RUNBOX_CACHE_DIR": CACHE_DIR, **extra}
+
+
+@asynccontextmanager
+async def stdio_session(*args, env=None):
+    """A started, initialized session with `runbox mcp ARGS` over stdio."""
+    params = StdioServerParameters(
+        command=RUNBOX, args=["mcp", "--quiet", *args], env=server_env(**(env or {}))
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+class HttpServer:
+    """`runbox mcp --http 127.0.0.1:0 ARGS` as a child process; `url` once it listens."""
+
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen(
+            [RUNBOX, "mcp", "--quiet", "--http", "127.0.0.1:0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **server_env(**(env or {}))},
+            text=True,
+        )
+        self.url = None
+        for line in self.proc.stderr:
+            sys.stderr.write("server: " + line)
+            m = re.search(r"serving MCP at (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        assert self.url, f"the server never said where it listens (exit {self.proc.poll()})"
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("the HTTP server did not stop on SIGTERM within 10 s")
+        out = self.proc.stdout.read()
+        assert out == "", f"the HTTP server wrote to stdout: {out!r}"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@asynccontextmanager
+async def http_session(url, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+def check_run(result, expected):
+    """A run_code result: not a tool error, exact structuredContent, readable text."""
+    assert not result.is_error, f"tool error: {text_of(result)}"
+    got = dict(result.structured_content)
+    duration = got.pop("duration_ms")
+    assert isinstance(duration, (int, float)) and duration >= 0, duration
+    assert got == expected, f"\n got      {got!r}\n expected {expected!r}"
+    text = text_of(result)
+    assert text.startswith(f"status: {expected['status']}\n"), text
+    if expected["exit_code"] is not None:
+        assert f"\nexit code: {expected['exit_code']}\n" in text, text
+    if expected["stdout"]:
+        assert f"--- stdout ---\n{expected['stdout']}" in text, text
+    if expected["stderr"]:
+        assert f"--- stderr ---\n{expected['stderr']}" in text, text
+    return duration
+
+
+def check_tool_error(result, *needles):
+    assert result.is_error, f"expected a tool error, got {result!r}"
+    text = text_of(result)
+    for needle in needles:
+        assert needle in text, f"{needle!r} not in {text!r}"
+
+
+async def run_code(session, **arguments):
+    return await session.call_tool("run_code", arguments)
+
+
+async def slot_wait(session, arguments):
+    """Calls run_code; returns (result, seconds spent besides the run itself)."""
+    start = time.monotonic()
+    result = await session.call_tool("run_code", arguments)
+    wall = time.monotonic() - start
+    return result, wall - result.structured_content["duration_ms"] / 1000
+
+
+async def cancel_after(session, arguments, seconds):
+    """Starts a call and gives up on it after `seconds`: the SDK sends notifications/cancelled."""
+    with anyio.move_on_after(seconds) as scope:
+        await session.call_tool("run_code", arguments)
+    assert scope.cancelled_caught, "the call ended before it was cancelled"
+
+
+def main(scenarios):
+    """Runs the scenario named by argv[1] with an overall deadline."""
+    name = sys.argv[1]
+
+    async def run():
+        with anyio.fail_after(240):
+            await scenarios[name]()
+
+    anyio.run(run)
+    print(f"{name}: ok")

@@ -1,0 +1,112 @@
+"""`runbox mcp --http` driven by the MCP Python SDK's streamable-HTTP client.
+
+Usage: over_http.py SCENARIO
+"""
+
+import anyio
+import httpx2
+from mcp import MCPError
+
+from harness import (
+    EXPECTED,
+    RUNTIMES,
+    HttpServer,
+    check_run,
+    check_tool_error,
+    http_session,
+    main,
+    program_arguments,
+    run_code,
+)
+from over_stdio import cancellation_frees_the_slot
+
+TOKEN = "s3cret-t0ken"
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def basics():
+    """Without a token (loopback): the same calls as over stdio."""
+    with HttpServer() as server:
+        async with http_session(server.url) as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert sorted(tools) == ["list_runtimes", "run_code"]
+            assert tools["run_code"].input_schema["properties"]["runtime"]["enum"] == RUNTIMES
+            assert tools["run_code"].output_schema["properties"]["status"]["enum"] == [
+                "completed", "crashed", "terminated", "timeout"]
+            for runtime in RUNTIMES:
+                check_run(await session.call_tool("run_code", program_arguments(runtime)), EXPECTED)
+            result = await run_code(session, runtime="python", code="import sys\nsys.exit(3)")
+            check_run(result, {**EXPECTED, "exit_code": 3, "tty": "", "stdout": "", "stderr": ""})
+            result = await run_code(session, runtime="python", code="while True:\n    pass",
+                                    timeout_seconds=0.5)
+            assert result.structured_content["status"] == "timeout", result.structured_content
+            check_tool_error(await run_code(session, runtime="cobol", code="x"), "cobol", *RUNTIMES)
+            result = await run_code(session, runtime="ruby", code="puts 1 + 1")
+            check_run(result, {**EXPECTED, "tty": "2\n", "stdout": "2\n", "stderr": ""})
+
+
+async def token():
+    """With --token, every request without the right bearer token gets 401."""
+    with HttpServer("--token", TOKEN) as server:
+        base = server.url.removesuffix("/mcp")
+        async with httpx2.AsyncClient(timeout=30) as client:
+            cases = [
+                ("no token", {}),
+                ("wrong token", {"Authorization": "Bearer nope"}),
+                ("another scheme", {"Authorization": f"Basic {TOKEN}"}),
+            ]
+            for what, headers in cases:
+                r = await client.post(server.url, json=INITIALIZE, headers={**ACCEPT, **headers})
+                assert r.status_code == 401, (what, r.status_code, r.text)
+                assert r.headers.get("www-authenticate", "").lower().startswith("bearer"), r.headers
+            r = await client.get(server.url)
+            assert r.status_code == 401, r.status_code
+            r = await client.get(f"{base}/elsewhere")
+            assert r.status_code == 401, r.status_code
+            r = await client.post(server.url, json=INITIALIZE,
+                                  headers={**ACCEPT, "Authorization": f"Bearer {TOKEN}"})
+            assert r.status_code == 200, (r.status_code, r.text)
+
+        # The SDK's client with a wrong token cannot even initialize...
+        try:
+            with anyio.fail_after(30):
+                async with http_session(server.url, token="nope"):
+                    pass
+        except Exception as e:  # noqa: BLE001 - an MCPError, maybe inside exception groups
+            assert raised(e, MCPError), repr(e)
+        else:
+            raise AssertionError("initialize succeeded with a wrong token")
+
+        # ...and with the right one it works.
+        async with http_session(server.url, token=TOKEN) as session:
+            tools = (await session.list_tools()).tools
+            assert sorted(t.name for t in tools) == ["list_runtimes", "run_code"]
+            result = await run_code(session, runtime="python", code="print('over http')")
+            check_run(result, {**EXPECTED, "tty": "over http\n", "stdout": "over http\n",
+                               "stderr": ""})
+
+
+def raised(error, cls):
+    """Whether `error` is a `cls`, or an exception group holding one."""
+    return isinstance(error, cls) or any(raised(e, cls) for e in getattr(error, "exceptions", ()))
+
+
+async def cancellation():
+    with HttpServer(env={"RUNBOX_MAX_CONCURRENT": "1"}) as server:
+        async with http_session(server.url) as session:
+            await cancellation_frees_the_slot(session)
+
+
+if __name__ == "__main__":
+    main({"basics": basics, "token": token, "cancellation": cancellation})

@@ -1,0 +1,423 @@
+//! The scratch-space cap (256 MiB of file data, 10,000 files and directories per run):
+//! programs that fill the disk get ENOSPC quickly, the host keeps nothing of the run,
+//! and normal file use still works, including space coming back when files go away.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{run, run_with, runbox};
+use runbox::outcome::{RunOutcome, RunStatus};
+
+const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi"];
+
+/// What each runtime's C library says for ENOSPC.
+const NO_SPACE: &str = "No space left on device";
+
+/// A program that creates the file `marker` in scratch first, pauses, then writes
+/// 1024 chunks of 1 MiB and prints `wrote N MB` or `stopped after N MB: <error>`.
+fn fill_disk(runtime: &str, marker: &str) -> String {
+    let code = match runtime {
+        "python" => {
+            "import time\n\
+             open('/MARKER', 'w').close()\n\
+             t = time.time()\n\
+             while time.time() - t < 0.3:\n\
+             \x20   pass  # this Python has no sleep\n\
+             chunk = b'x' * (1 << 20)\n\
+             n = 0\n\
+             try:\n\
+             \x20   with open('/fill.bin', 'wb') as f:\n\
+             \x20       for i in range(1024):\n\
+             \x20           f.write(chunk)\n\
+             \x20           n += 1\n\
+             \x20   print('wrote', n, 'MB')\n\
+             except OSError as e:\n\
+             \x20   print('stopped after', n, 'MB:', e.strerror)\n"
+        }
+        "quickjs" => {
+            "std.open('/MARKER', 'w').close();\n\
+             os.sleep(300);\n\
+             const buf = new ArrayBuffer(1 << 20);\n\
+             const fd = os.open('/fill.bin', os.O_WRONLY | os.O_CREAT | os.O_TRUNC);\n\
+             let n = 0, r = 0;\n\
+             for (let i = 0; i < 1024; i++) {\n\
+             \x20 r = os.write(fd, buf, 0, buf.byteLength);\n\
+             \x20 if (r !== buf.byteLength) break;\n\
+             \x20 n++;\n\
+             }\n\
+             os.close(fd);\n\
+             console.log(r < 0 ? 'stopped after ' + n + ' MB: ' + std.strerror(-r) : 'wrote ' + n + ' MB');\n"
+        }
+        "ruby" => {
+            "File.write('/MARKER', '')\n\
+             sleep 0.3\n\
+             chunk = 'x' * (1 << 20)\n\
+             n = 0\n\
+             begin\n\
+             \x20 File.open('/fill.bin', 'wb') do |f|\n\
+             \x20   1024.times { f.write(chunk); n += 1 }\n\
+             \x20 end\n\
+             \x20 puts \"wrote #{n} MB\"\n\
+             rescue SystemCallError => e\n\
+             \x20 puts \"stopped after #{n} MB: #{e.message}\"\n\
+             end\n"
+        }
+        "php-cgi" => {
+            "<?php\n\
+             touch('/MARKER');\n\
+             usleep(300000);\n\
+             $chunk = str_repeat('x', 1 << 20);\n\
+             $f = fopen('/fill.bin', 'wb');\n\
+             $n = 0;\n\
+             for ($i = 0; $i < 1024; $i++) {\n\
+             \x20   if (@fwrite($f, $chunk) !== strlen($chunk)) break;\n\
+             \x20   $n++;\n\
+             }\n\
+             fclose($f);\n\
+             echo $i < 1024 ? \"stopped after $n MB: \" . error_get_last()['message'] : \"wrote $n MB\", \"\\n\";\n"
+        }
+        other => panic!("no program for {other}"),
+    };
+    code.replace("MARKER", marker)
+}
+
+/// A program that creates the file `marker`, pauses, then tries to create 100,000 small
+/// files and prints `created N` or `stopped after N files: <error>`.
+fn many_files(runtime: &str, marker: &str) -> String {
+    let code = match runtime {
+        "python" => {
+            "import os, time\n\
+             open('/MARKER', 'w').close()\n\
+             t = time.time()\n\
+             while time.time() - t < 0.3:\n\
+             \x20   pass  # this Python has no sleep\n\
+             os.mkdir('/d')\n\
+             n = 0\n\
+             try:\n\
+             \x20   for i in range(100000):\n\
+             \x20       with open(f'/d/{i}', 'w') as f:\n\
+             \x20           f.write('x')\n\
+             \x20       n += 1\n\
+             \x20   print('created', n)\n\
+             except OSError as e:\n\
+             \x20   print('stopped after', n, 'files:', e.strerror)\n"
+        }
+        "quickjs" => {
+            "std.open('/MARKER', 'w').close();\n\
+             os.sleep(300);\n\
+             os.mkdir('/d');\n\
+             let n = 0, msg = null;\n\
+             for (let i = 0; i < 100000; i++) {\n\
+             \x20 const err = {};\n\
+             \x20 const f = std.open('/d/' + i, 'w', err);\n\
+             \x20 if (f === null) { msg = std.strerror(err.errno); break; }\n\
+             \x20 f.puts('x');\n\
+             \x20 f.close();\n\
+             \x20 n++;\n\
+             }\n\
+             console.log(msg === null ? 'created ' + n : 'stopped after ' + n + ' files: ' + msg);\n"
+        }
+        "ruby" => {
+            "File.write('/MARKER', '')\n\
+             sleep 0.3\n\
+             Dir.mkdir('/d')\n\
+             n = 0\n\
+             begin\n\
+             \x20 100_000.times { |i| File.write(\"/d/#{i}\", 'x'); n += 1 }\n\
+             \x20 puts \"created #{n}\"\n\
+             rescue SystemCallError => e\n\
+             \x20 puts \"stopped after #{n} files: #{e.message}\"\n\
+             end\n"
+        }
+        "php-cgi" => {
+            "<?php\n\
+             touch('/MARKER');\n\
+             usleep(300000);\n\
+             mkdir('/d');\n\
+             $n = 0;\n\
+             $msg = null;\n\
+             for ($i = 0; $i < 100000; $i++) {\n\
+             \x20   if (@file_put_contents(\"/d/$i\", 'x') === false) { $msg = error_get_last()['message']; break; }\n\
+             \x20   $n++;\n\
+             }\n\
+             echo $msg === null ? \"created $n\" : \"stopped after $n files: $msg\", \"\\n\";\n"
+        }
+        other => panic!("no program for {other}"),
+    };
+    code.replace("MARKER", marker)
+}
+
+/// Writes 1 MiB of every byte value, reads it back, prints `ok 1048576`.
+fn megabyte(runtime: &str) -> &'static str {
+    match runtime {
+        "python" => {
+            "data = bytes(range(256)) * 4096\n\
+             with open('/mb.bin', 'wb') as f:\n\
+             \x20   f.write(data)\n\
+             back = open('/mb.bin', 'rb').read()\n\
+             print('ok' if back == data else 'mismatch', len(back))\n"
+        }
+        "quickjs" => {
+            "const n = 1 << 20;\n\
+             const buf = new Uint8Array(n);\n\
+             for (let i = 0; i < n; i++) buf[i] = i & 255;\n\
+             const f = std.open('/mb.bin', 'wb');\n\
+             f.write(buf.buffer, 0, n);\n\
+             f.close();\n\
+             const g = std.open('/mb.bin', 'rb');\n\
+             const back = new Uint8Array(n + 1);\n\
+             const r = g.read(back.buffer, 0, n + 1);\n\
+             g.close();\n\
+             let same = r === n;\n\
+             for (let i = 0; same && i < n; i++) same = back[i] === (i & 255);\n\
+             console.log((same ? 'ok ' : 'mismatch ') + r);\n"
+        }
+        "ruby" => {
+            "data = (0...256).map(&:chr).join.b * 4096\n\
+             File.binwrite('/mb.bin', data)\n\
+             back = File.binread('/mb.bin')\n\
+             puts \"#{back == data ? 'ok' : 'mismatch'} #{back.bytesize}\"\n"
+        }
+        "php-cgi" => {
+            "<?php\n\
+             $data = str_repeat(implode('', array_map('chr', range(0, 255))), 4096);\n\
+             file_put_contents('/mb.bin', $data);\n\
+             $back = file_get_contents('/mb.bin');\n\
+             echo $back === $data ? 'ok' : 'mismatch', ' ', strlen($back), \"\\n\";\n"
+        }
+        other => panic!("no program for {other}"),
+    }
+}
+
+/// A file name no other run (of any test process) uses.
+fn unique_marker(what: &str, runtime: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("marker-{what}-{runtime}-{}-{nanos}", std::process::id())
+}
+
+/// The scratch directory (`runbox-run-*` in the temp dir) holding `marker`, if any.
+fn find_scratch(marker: &str) -> Option<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("runbox-run-"))
+        .map(|e| e.path())
+        .find(|dir| dir.join(marker).exists())
+}
+
+/// Runs `code`, watching the host's temp dir meanwhile for the run's scratch directory
+/// (found by the file `marker` the program creates first). Returns the outcome, the wall
+/// time, and the scratch directory seen.
+async fn run_watching(
+    runtime: &str,
+    code: String,
+    marker: &str,
+    timeout: Duration,
+) -> (RunOutcome, Duration, Option<PathBuf>) {
+    let started = Instant::now();
+    let rt = runtime.to_string();
+    let mut call = tokio::spawn(async move { run_with(&rt, &code, None, Some(timeout)).await });
+    let mut scratch = None;
+    let out = loop {
+        tokio::select! {
+            out = &mut call => break out.expect("the run task"),
+            _ = tokio::time::sleep(Duration::from_millis(2)) => {
+                if scratch.is_none() {
+                    scratch = find_scratch(marker);
+                }
+            }
+        }
+    };
+    (out, started.elapsed(), scratch)
+}
+
+/// The number in `stopped after N <unit>` of the program's output.
+fn stopped_after(out: &RunOutcome, unit: &str) -> Option<u64> {
+    let rest = out.stdout.split("stopped after ").nth(1)?;
+    let (n, rest) = rest.split_once(' ')?;
+    rest.starts_with(unit).then(|| n.parse().ok())?
+}
+
+fn assert_scratch_removed(runtime: &str, scratch: Option<PathBuf>) {
+    let scratch = scratch.unwrap_or_else(|| panic!("{runtime}: never saw the run's scratch dir"));
+    assert!(
+        !Path::new(&scratch).exists(),
+        "{runtime}: scratch dir {} is left after the run",
+        scratch.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_a_gigabyte_stops_at_the_cap_with_enospc() {
+    let cap_mb = runbox().limits().scratch_bytes >> 20;
+    for runtime in RUNTIMES {
+        let marker = unique_marker("fill", runtime);
+        let code = fill_disk(runtime, &marker);
+        let (out, elapsed, scratch) =
+            run_watching(runtime, code, &marker, Duration::from_secs(30)).await;
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "{runtime}: filling the disk took {elapsed:?}: {out:?}"
+        );
+        assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
+        assert!(
+            out.tty.contains(NO_SPACE),
+            "{runtime}: no ENOSPC seen: {out:?}"
+        );
+        let mb = stopped_after(&out, "MB")
+            .unwrap_or_else(|| panic!("{runtime}: the write did not stop: {out:?}"));
+        assert!(
+            (cap_mb - 2..cap_mb).contains(&mb),
+            "{runtime}: stopped after {mb} MB, the cap is {cap_mb} MiB: {out:?}"
+        );
+        assert_scratch_removed(runtime, scratch);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_100_000_files_stops_at_the_cap() {
+    let cap = runbox().limits().scratch_files;
+    for runtime in RUNTIMES {
+        let marker = unique_marker("files", runtime);
+        let code = many_files(runtime, &marker);
+        // Creating ten thousand files takes a few seconds on a busy machine; this test is
+        // about where it stops, not how fast.
+        let (out, _, scratch) = run_watching(runtime, code, &marker, Duration::from_secs(60)).await;
+        assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
+        assert!(
+            out.tty.contains(NO_SPACE),
+            "{runtime}: no ENOSPC seen: {out:?}"
+        );
+        let n = stopped_after(&out, "files")
+            .unwrap_or_else(|| panic!("{runtime}: the creation did not stop: {out:?}"));
+        // The program file, the marker and `/d` count too.
+        assert!(
+            (cap - 10..cap).contains(&n),
+            "{runtime}: stopped after {n} files, the cap is {cap}: {out:?}"
+        );
+        assert_scratch_removed(runtime, scratch);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_and_reading_a_megabyte_works() {
+    for runtime in RUNTIMES {
+        let out = run(runtime, megabyte(runtime)).await;
+        assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
+        assert_eq!(out.stdout, "ok 1048576\n", "{runtime}: {out:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn space_comes_back_when_files_are_deleted_rewritten_or_replaced() {
+    // 400 MiB written in each loop, 12,000 names created in each of the last two: every
+    // one would fail if nothing came back.
+    let code = "import os\n\
+                mb = b'x' * (1 << 20)\n\
+                for i in range(400):\n\
+                \x20   with open(f'/tmp{i}', 'wb') as f:\n\
+                \x20       f.write(mb)\n\
+                \x20   os.unlink(f'/tmp{i}')\n\
+                for i in range(400):\n\
+                \x20   with open('/same', 'wb') as f:\n\
+                \x20       f.write(mb)\n\
+                for i in range(400):\n\
+                \x20   with open('/new', 'wb') as f:\n\
+                \x20       f.write(mb)\n\
+                \x20   os.replace('/new', '/target')\n\
+                with open('/shrinking', 'wb') as f:\n\
+                \x20   for i in range(400):\n\
+                \x20       f.seek(0)\n\
+                \x20       f.truncate(0)\n\
+                \x20       f.write(mb)\n\
+                for i in range(12000):\n\
+                \x20   os.mkdir('/dir')\n\
+                \x20   os.rmdir('/dir')\n\
+                for i in range(12000):\n\
+                \x20   open('/empty', 'w').close()\n\
+                \x20   os.unlink('/empty')\n\
+                print('ok')\n";
+    let out = run_with("python", code, None, Some(Duration::from_secs(60))).await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.stdout, "ok\n", "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_file_keeps_its_space_while_it_is_open() {
+    let code = "import os\n\
+                big = b'x' * (1 << 20)\n\
+                f = open('/held', 'wb')\n\
+                for i in range(200):\n\
+                \x20   f.write(big)\n\
+                f.flush()\n\
+                os.unlink('/held')\n\
+                def fill(name, mb):\n\
+                \x20   try:\n\
+                \x20       with open(name, 'wb') as g:\n\
+                \x20           for i in range(mb):\n\
+                \x20               g.write(big)\n\
+                \x20       return 'fits'\n\
+                \x20   except OSError as e:\n\
+                \x20       return e.strerror\n\
+                print('while open:', fill('/other', 100))\n\
+                os.unlink('/other')\n\
+                f.close()\n\
+                print('after close:', fill('/other2', 100))\n";
+    let out = run_with("python", code, None, Some(Duration::from_secs(30))).await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("while open: {NO_SPACE}\nafter close: fits\n"),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sparse_writes_and_growing_truncates_pay_for_their_size() {
+    let code = "import os\n\
+                fd = os.open('/sparse', os.O_RDWR | os.O_CREAT)\n\
+                for what, op in (('pwrite past 1 GiB:', lambda: os.pwrite(fd, b'x', 1 << 30)),\n\
+                \x20                ('ftruncate to 1 GiB:', lambda: os.ftruncate(fd, 1 << 30))):\n\
+                \x20   try:\n\
+                \x20       op()\n\
+                \x20       print(what, 'worked')\n\
+                \x20   except OSError as e:\n\
+                \x20       print(what, e.strerror)\n\
+                os.ftruncate(fd, 100 << 20)\n\
+                os.pwrite(fd, b'y', 200 << 20)\n\
+                print('size', os.fstat(fd).st_size)\n";
+    let out = run("python", code).await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!(
+            "pwrite past 1 GiB: {NO_SPACE}\nftruncate to 1 GiB: {NO_SPACE}\nsize {}\n",
+            (200 << 20) + 1
+        ),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_after_the_disk_filled_up_names_the_disk_limit() {
+    // Python reports ENOSPC; the C recursion that follows overflows the wasm stack.
+    let code = "try:\n\
+                \x20   with open('/big.bin', 'wb') as f:\n\
+                \x20       while True:\n\
+                \x20           f.write(b'x' * (1 << 20))\n\
+                except OSError as e:\n\
+                \x20   print('full:', e.strerror)\n\
+                import sys, json\n\
+                sys.setrecursionlimit(10**8)\n\
+                json.loads('[' * 1000000 + ']' * 1000000)\n";
+    let out = run("python", code).await;
+    assert_eq!(out.status, RunStatus::Terminated, "{out:?}");
+    assert_eq!(out.stdout, format!("full: {NO_SPACE}\n"), "{out:?}");
+    let error = out.error.as_deref().unwrap_or_default();
+    assert!(error.contains("disk limit"), "{out:?}");
+}
