@@ -616,3 +616,102 @@ fn client_scripts_compile() {
         }
     }
 }
+
+// Protocol abuse: what a hostile or broken client may send over stdio.
+
+/// Peak resident memory of a process, from /proc (KiB).
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn malformed_messages_get_errors_and_the_server_keeps_serving() {
+    let mut session = RawSession::start(&[]);
+    // Not JSON at all, then JSON that is not JSON-RPC.
+    {
+        let stdin = session.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{{this is not json").unwrap();
+        writeln!(stdin, "[1, 2, 3]").unwrap();
+        stdin.flush().unwrap();
+    }
+    // Unknown method, unknown tool, wrong argument types, missing params.
+    session.send(json!({"jsonrpc": "2.0", "id": 10, "method": "no/such_method", "params": {}}));
+    session.send(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": {"name": "rm_rf", "arguments": {}}}));
+    session.call(12, json!({"runtime": "python", "code": 12345}));
+    session.call(13, json!({"runtime": ["python"], "code": "print(1)", "timeout_seconds": "soon"}));
+    session.send(json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call"}));
+    session.call(15, json!({"runtime": "python", "code": "print('still here')"}));
+    let mut by_id = std::collections::HashMap::new();
+    while by_id.len() < 6 {
+        let reply = session.receive();
+        if let Some(id) = reply["id"].as_u64() {
+            by_id.insert(id, reply);
+        }
+    }
+    assert!(by_id[&10]["error"]["code"].is_i64(), "{}", by_id[&10]);
+    let unknown_tool = &by_id[&11];
+    assert!(
+        unknown_tool["error"].is_object() || unknown_tool["result"]["isError"] == true,
+        "{unknown_tool}"
+    );
+    for id in [12, 13] {
+        let r = &by_id[&id]["result"];
+        assert_eq!(r["isError"], true, "{}", by_id[&id]);
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("python") && text.contains("php-cgi"), "{text}");
+    }
+    assert!(by_id[&14]["error"].is_object() || by_id[&14]["result"]["isError"] == true);
+    assert_eq!(by_id[&15]["result"]["structuredContent"]["stdout"], "still here\n");
+    session.hang_up();
+}
+
+#[test]
+fn a_50_mb_program_is_refused_with_the_documented_cap() {
+    let mut session = RawSession::start(&[]);
+    let huge = format!("# {}\nprint(1)", "x".repeat(50 << 20));
+    session.call(1, json!({"runtime": "python", "code": huge}));
+    let reply = session.receive();
+    assert_eq!(reply["id"], 1, "{}", &reply.to_string()[..200.min(reply.to_string().len())]);
+    assert_eq!(reply["result"]["isError"], true);
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("`code`") && text.contains("limit is 4 MiB"), "{text}");
+    session.call(2, json!({"runtime": "python", "code": "print(2)"}));
+    assert_eq!(session.receive()["result"]["structuredContent"]["stdout"], "2\n");
+    session.hang_up();
+}
+
+#[test]
+fn two_hundred_calls_at_once_are_queued_and_all_answered() {
+    let mut session = RawSession::start(&["--max-concurrent", "8"]);
+    let pid = session.child.id();
+    let runtimes = ["python", "quickjs", "ruby", "php-cgi"];
+    let code = |rt: &str, i: u64| match rt {
+        "python" => format!("print({i} * 2)"),
+        "quickjs" => format!("console.log({i} * 2)"),
+        "ruby" => format!("puts {i} * 2"),
+        _ => format!("<?php echo {i} * 2, \"\\n\";"),
+    };
+    for i in 0..200u64 {
+        let rt = runtimes[i as usize % runtimes.len()];
+        session.call(1000 + i, json!({"runtime": rt, "code": code(rt, i)}));
+    }
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < 200 {
+        let reply = session.receive();
+        let id = reply["id"].as_u64().expect("a response");
+        let i = id - 1000;
+        let out = &reply["result"]["structuredContent"];
+        assert_eq!(out["status"], "completed", "{reply}");
+        assert_eq!(out["stdout"], format!("{}\n", i * 2), "{reply}");
+        answered.insert(id);
+    }
+    let peak_mib = peak_rss_kib(pid) / 1024;
+    assert!(peak_mib < 2048, "runbox mcp peaked at {peak_mib} MiB for 200 small calls");
+    session.hang_up();
+}

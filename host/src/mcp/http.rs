@@ -41,7 +41,9 @@ pub fn router(
     loopback_only: bool,
     shutdown: CancellationToken,
 ) -> Router {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(super::MAX_MESSAGE_BYTES);
     if !loopback_only {
         // rmcp accepts only loopback `Host` headers by default (against DNS rebinding);
         // a server meant for other hosts is guarded by its token instead.

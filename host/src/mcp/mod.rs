@@ -22,6 +22,11 @@ use crate::cli::GlobalArgs;
 pub use server::RunboxServer;
 pub use settings::McpArgs;
 
+/// The largest JSON-RPC message runbox reads, over stdio (one line) or HTTP (one body).
+/// Larger messages are dropped by the transport; anything up to this size is parsed, so
+/// an oversized `code` gets a clear tool error instead of silence.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 /// `runbox mcp`: checks the settings, loads the runtimes (fetching and compiling what is
 /// missing, progress on stderr), then serves until the client goes away.
 pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
@@ -53,8 +58,10 @@ pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
 pub async fn serve_stdio(server: RunboxServer) -> Result<()> {
     let closed = CancellationToken::new();
     let stdin = EndSignal::new(tokio::io::stdin(), closed.clone());
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new(stdin, tokio::io::stdout())
+        .with_max_line_length(MAX_MESSAGE_BYTES);
     let running = server
-        .serve_with_ct((stdin, tokio::io::stdout()), closed)
+        .serve_with_ct(transport, closed)
         .await
         .context("MCP session over stdio did not start")?;
     running.waiting().await?;

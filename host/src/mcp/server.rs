@@ -112,6 +112,11 @@ impl RunboxServer {
     }
 }
 
+/// The largest `code` a call may send; larger is a tool error saying so.
+pub const MAX_CODE_BYTES: usize = 4 << 20;
+/// The largest `stdin` a call may send.
+pub const MAX_STDIN_BYTES: usize = 4 << 20;
+
 /// `run_code`'s arguments, checked.
 struct CheckedInput {
     runtime: String,
@@ -139,6 +144,18 @@ impl RunboxServer {
                 input.runtime,
                 names.join(", ")
             ));
+        }
+        let too_big = |field: &str, len: usize, max: usize| {
+            format!(
+                "invalid arguments: `{field}` is {len} bytes; the limit is {} MiB",
+                max >> 20
+            )
+        };
+        if input.code.len() > MAX_CODE_BYTES {
+            return Err(too_big("code", input.code.len(), MAX_CODE_BYTES));
+        }
+        if let Some(stdin) = input.stdin.as_ref().filter(|s| s.len() > MAX_STDIN_BYTES) {
+            return Err(too_big("stdin", stdin.len(), MAX_STDIN_BYTES));
         }
         let max = self.runbox.limits().max_timeout;
         let timeout = match input.timeout_seconds {
