@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::{run, run_limited, run_with, runbox};
 use runbox::outcome::{RunOutcome, RunStatus};
 
-const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi"];
+const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi", "clang", "clangpp"];
 
 /// A file planted on the host that no program may read or list.
 struct Canary {
@@ -65,6 +65,8 @@ async fn run_hostile(runtime: &str, code: &str) -> RunOutcome {
     out
 }
 
+const C_READ_CANARY: &str = "#include <stdio.h>\n#include <string.h>\n#include <stdlib.h>\n#include <unistd.h>\n#include <dirent.h>\nstatic char p[4096];\nstatic void show(const char *path) { FILE *f = fopen(path, \"r\"); if (!f) { puts(\"cannot open\"); return; } char b[256]; size_t n = fread(b, 1, 255, f); b[n] = 0; printf(\"%s\\n\", b); fclose(f); }\nstatic void list(const char *d) { DIR *dir = opendir(d); if (!dir) { puts(\"cannot list\"); return; } struct dirent *e; while ((e = readdir(dir))) printf(\"%s \", e->d_name); puts(\"\"); closedir(dir); }\nint main(void) { if (!fgets(p, sizeof p, stdin)) return 1; p[strcspn(p, \"\\n\")] = 0;\n";
+
 /// Filesystem probes per runtime: each reads the canary path from stdin and tries to get
 /// at it (or at other host files), printing only what it got.
 fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
@@ -104,6 +106,15 @@ fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("list the root and its parent", "<?php foreach (['/', '/..', '/tmp', '..'] as $d) { var_dump(@scandir($d)); }"),
             ("glob the root", "<?php var_dump(glob('/*'), glob('/../*'));"),
         ],
+        "clang" | "clangpp" => vec![
+            ("absolute path", "show(p); return 0; }"),
+            ("dot-dot walk", "char q[8192] = \"\"; for (int i = 0; i < 12; i++) strcat(q, \"../\"); strcat(q, p + 1); show(q); return 0; }"),
+            ("symlink out of scratch", "printf(\"%d\\n\", symlink(p, \"l\")); show(\"l\"); printf(\"%d\\n\", symlink(\"../../../../../../../../etc/passwd\", \"l2\")); show(\"l2\"); return 0; }"),
+            ("hard link out of scratch", "printf(\"%d\\n\", link(p, \"h\")); show(\"h\"); return 0; }"),
+            ("proc and dev", "show(\"/proc/self/environ\"); show(\"/dev/mem\"); show(\"/etc/passwd\"); show(\"/etc/hostname\"); return 0; }"),
+            ("list the root and its parent", "list(\"/\"); list(\"/..\"); list(\"/tmp\"); list(\"..\"); return 0; }"),
+            ("write the read-only base files", "FILE *f = fopen(\"/usr/include/stdio.h\", \"a\"); puts(f ? \"opened\" : \"refused\"); return 0; }"),
+        ],
         _ => vec![],
     }
 }
@@ -114,7 +125,16 @@ async fn filesystem_escapes_fail_in_every_runtime() {
         let probes = filesystem_probes(runtime);
         assert!(probes.len() >= 5, "{runtime}: too few probes");
         for (what, code) in probes {
-            let out = run_hostile(runtime, code).await;
+            let code = if runtime.starts_with("clang") {
+                format!("{C_READ_CANARY}{code}")
+            } else {
+                code.to_string()
+            };
+            let out = run_hostile(runtime, &code).await;
+            if runtime.starts_with("clang") {
+                assert_eq!(out.status, RunStatus::Completed, "{runtime} {what}: {out:?}");
+                assert_eq!(out.exit_code, Some(0), "{runtime} {what} did not build: {}", out.tty);
+            }
             assert_nothing_leaked(&format!("{runtime} {what}"), &out);
         }
     }
@@ -187,6 +207,8 @@ async fn network_and_host_commands_are_unreachable() {
         ("python", "import os, subprocess\nfor f in (lambda: os.system('id'), lambda: subprocess.run(['id']), lambda: os.popen('id').read()):\n    try:\n        print(f())\n    except Exception as e:\n        print(type(e).__name__)".to_string()),
         ("quickjs", format!("try {{ console.log(std.urlGet('http://127.0.0.1:{tport}/')); }} catch (e) {{ console.log(String(e)); }}\ntry {{ console.log(os.exec(['id'])); }} catch (e) {{ console.log(String(e)); }}\ntry {{ console.log(std.popen('id', 'r')); }} catch (e) {{ console.log(String(e)); }}")),
         ("ruby", format!("begin\n  require 'socket'\n  TCPSocket.new('127.0.0.1', {tport})\n  puts 'connected'\nrescue Exception => e\n  puts e.class\nend\nbegin\n  puts `id`\nrescue Exception => e\n  puts e.class\nend\nbegin\n  p system('id')\nrescue Exception => e\n  puts e.class\nend")),
+        ("clang", "#include <stdio.h>\n#include <stdlib.h>\nint main(void) { FILE *p = popen(\"id\", \"r\"); printf(\"%p %d\\n\", (void *)p, system(\"id\")); return 0; }".to_string()),
+        ("clang", format!("#include <sys/socket.h>\n#include <netinet/in.h>\n#include <stdio.h>\nint main(void) {{ int s = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = {{0}}; a.sin_family = AF_INET; a.sin_port = htons({tport}); a.sin_addr.s_addr = htonl(0x7f000001); printf(\"%d %d\\n\", s, connect(s, (struct sockaddr *)&a, sizeof a)); return 0; }}")),
         ("php-cgi", format!("<?php var_dump(@fsockopen('127.0.0.1', {tport}), @file_get_contents('http://127.0.0.1:{tport}/'), @fsockopen('udp://127.0.0.1', {uport}), function_exists('shell_exec') ? @shell_exec('id') : 'no shell_exec', function_exists('exec') ? @exec('id') : 'no exec', @gethostbyname('localhost'));")),
     ];
     for (runtime, code) in cases {
@@ -210,6 +232,8 @@ async fn the_environment_reveals_nothing_of_the_host() {
         ("quickjs", "console.log(JSON.stringify(std.getenviron()), os.getcwd()[0], JSON.stringify(scriptArgs));"),
         ("ruby", "puts ENV.to_h.inspect, Dir.pwd, $0, ARGV.inspect, $PROGRAM_NAME"),
         ("php-cgi", "<?php var_dump(getenv(), $_SERVER, getcwd(), php_uname(), $argv ?? null);"),
+        ("clang", "#include <stdio.h>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) puts(*e); char cwd[512]; puts(getcwd(cwd, sizeof cwd) ? cwd : \"no cwd\"); for (int i = 0; i < argc; i++) puts(argv[i]); return 0; }"),
+        ("clangpp", "#include <cstdio>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) std::puts(*e); for (int i = 0; i < argc; i++) std::puts(argv[i]); return 0; }"),
     ];
     for (runtime, code) in cases {
         let out = run(runtime, code).await;
@@ -254,6 +278,15 @@ fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("catastrophic regex", "<?php ini_set('pcre.backtrack_limit', '1000000000'); ini_set('pcre.jit', '0'); while (true) { preg_match('/(a+)+$/', str_repeat('a', 64) . 'b'); }"),
             ("sleep", "<?php sleep(100); while (true) {}"),
             ("set_time_limit cannot lift it", "<?php set_time_limit(0); ignore_user_abort(true); while (true) {}"),
+        ],
+        "clang" => vec![
+            ("busy loop", "int main(void) { volatile unsigned long n = 0; for (;;) n++; }"),
+            ("sleep", "#include <unistd.h>\nint main(void) { sleep(100); for (volatile int i = 0; ; i++); }"),
+            ("loop around a setjmp-free signal-free spin", "#include <time.h>\nint main(void) { for (;;) { volatile clock_t c = clock(); (void)c; } }"),
+        ],
+        "clangpp" => vec![
+            ("busy loop", "int main() { volatile unsigned long n = 0; for (;;) n = n + 1; }"),
+            ("recursion in a loop", "static int f(int n) { return n <= 1 ? n : f(n - 1) + f(n - 2); }\nint main() { for (;;) { volatile int x = f(35); (void)x; } }"),
         ],
         _ => vec![],
     }
@@ -310,6 +343,11 @@ fn memory_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("many small allocations", "<?php $a = []; while (true) { $a[] = [1, 2, 3]; }"),
             ("deep recursion", "<?php function f($n) { return f($n + 1) + 1; } f(0);"),
         ],
+        "clang" | "clangpp" => vec![
+            ("huge single allocation", "#include <stdlib.h>\n#include <stdio.h>\nint main(void) { void *volatile p = malloc((size_t)1 << 31); if (!p) { puts(\"no memory\"); return 1; } return 0; }"),
+            ("many small allocations", "#include <stdlib.h>\n#include <string.h>\nint main(void) { for (;;) { char *volatile p = (char *)malloc(4096); if (!p) return 2; memset(p, 1, 4096); } }"),
+            ("deep recursion", "static int f(volatile int n) { volatile char pad[256]; pad[0] = (char)n; return f(n + 1) + pad[0]; }\nint main(void) { return f(0); }"),
+        ],
         _ => vec![],
     }
 }
@@ -327,8 +365,19 @@ async fn memory_attacks_end_cleanly_and_the_host_survives() {
             };
             assert!(ok, "{runtime} {what}: {out:?}");
         }
-        let again = run(runtime, if *runtime == "php-cgi" { "<?php echo 45, \"\\n\";" } else if *runtime == "python" { "print(45)" } else if *runtime == "ruby" { "puts 45" } else { "console.log(45)" }).await;
+        let again = run(runtime, hello_45(runtime)).await;
         assert_eq!(again.stdout, "45\n", "{runtime} after memory attacks: {again:?}");
+    }
+}
+
+/// A program printing `45`, per runtime.
+fn hello_45(runtime: &str) -> &'static str {
+    match runtime {
+        "php-cgi" => "<?php echo 45, \"\\n\";",
+        "python" => "print(45)",
+        "ruby" => "puts 45",
+        "clang" | "clangpp" => "#include <stdio.h>\nint main(void) { puts(\"45\"); return 0; }",
+        _ => "console.log(45)",
     }
 }
 
@@ -349,6 +398,11 @@ fn output_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
         "php-cgi" => vec![
             ("stderr flood", "<?php $e = fopen('php://stderr', 'w'); if (!$e) { while (true) { error_log(str_repeat('e', 65536)); } } while (true) { fwrite($e, str_repeat('e', 65536)); }"),
             ("one giant line", "<?php while (true) { echo str_repeat('y', 1000); }"),
+        ],
+        "clang" | "clangpp" => vec![
+            ("stdout flood", "#include <stdio.h>\n#include <string.h>\nint main(void) { static char b[65536]; memset(b, 'x', sizeof b); for (;;) fwrite(b, 1, sizeof b, stdout); }"),
+            ("stderr flood", "#include <stdio.h>\nint main(void) { for (;;) fputs(\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\", stderr); }"),
+            ("one giant line", "#include <stdio.h>\nint main(void) { for (;;) putchar('y'); }"),
         ],
         _ => vec![],
     }
@@ -377,6 +431,7 @@ async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
         ("quickjs", "for (let n = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
         ("ruby", "n = 0\nloop do\n  t = Time.now\n  while Time.now - t < 0.1; end\n  puts \"tick #{n}\"\n  n += 1\nend"),
         ("php-cgi", "<?php for ($n = 0; ; $n++) { $t = microtime(true); while (microtime(true) - $t < 0.1); echo \"tick $n\\n\"; flush(); }"),
+        ("clang", "#include <stdio.h>\n#include <time.h>\nint main(void) { for (int n = 0; ; n++) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do clock_gettime(CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 100000000L); printf(\"tick %d\\n\", n); fflush(stdout); } }"),
     ];
     for (runtime, code) in cases {
         let out = run_with(runtime, code, None, Some(Duration::from_millis(1500))).await;
@@ -392,6 +447,7 @@ async fn invalid_utf8_output_is_replaced_not_fatal() {
         ("quickjs", "std.out.write(new Uint8Array([111, 107, 32, 255, 254, 10]).buffer, 0, 6);"),
         ("ruby", "$stdout.write(\"ok \\xff\\xfe end\\n\".b)\n$stderr.write(\"\\x80 err\\n\".b)"),
         ("php-cgi", "<?php echo \"ok \\xff\\xfe end\\n\";"),
+        ("clang", "#include <stdio.h>\nint main(void) { fwrite(\"ok \\xff\\xfe end\\n\", 1, 10, stdout); return 0; }"),
     ];
     for (runtime, code) in cases {
         let out = run(runtime, code).await;
@@ -418,6 +474,7 @@ async fn concurrent_runs_do_not_see_each_other() {
             "python" => "import os\nprint(os.path.exists('/shared.txt'), os.listdir('/'))",
             "quickjs" => "console.log(std.open('/shared.txt', 'r') !== null, JSON.stringify(os.readdir('/')[0]))",
             "ruby" => "puts File.exist?('/shared.txt'), Dir.entries('/').inspect",
+            "clang" | "clangpp" => "#include <stdio.h>\nint main(void) { puts(fopen(\"/shared.txt\", \"r\") ? \"true\" : \"false\"); return 0; }",
             _ => "<?php var_dump(file_exists('/shared.txt'), scandir('/'));",
         };
         let out = run(runtime, code).await;

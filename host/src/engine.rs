@@ -114,6 +114,33 @@ impl SandboxEngine {
     }
 }
 
+impl SandboxEngine {
+    /// Deletes the oldest compiled files cached under `name` beyond the newest `keep`,
+    /// so caches of ever-new inputs (programs compiled in a run) stay bounded.
+    pub fn prune_compiled(&self, name: &str, keep: usize) {
+        let prefix = format!("{name}-");
+        let Ok(entries) = std::fs::read_dir(&self.compiled_dir) else {
+            return;
+        };
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with(&prefix) && n.ends_with(".cwasm")
+            })
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        if files.len() <= keep {
+            return;
+        }
+        files.sort();
+        for (_, path) in &files[..files.len() - keep] {
+            // Another process may have removed it first; nothing to do then.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
     let err = |source| EngineError::CacheWrite {
         path: path.to_path_buf(),
@@ -165,4 +192,34 @@ fn start_epoch_ticker(engine: &Engine) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(engine.weak());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_keeps_the_newest_files_of_one_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = SandboxEngine::new(dir.path()).unwrap();
+        for i in 0..5 {
+            let path = dir.path().join(format!("program-{i}.cwasm"));
+            std::fs::write(&path, b"x").unwrap();
+            let t = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1000 + i);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        std::fs::write(dir.path().join("python-x.cwasm"), b"x").unwrap();
+        engine.prune_compiled("program", 2);
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["program-3.cwasm", "program-4.cwasm", "python-x.cwasm"]);
+    }
 }

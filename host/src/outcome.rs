@@ -32,7 +32,7 @@ impl RunStatus {
 }
 
 /// The result of one run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOutcome {
     pub status: RunStatus,
     /// Set when `status` is `Completed`.
@@ -50,4 +50,50 @@ pub struct RunOutcome {
     pub duration: Duration,
     /// The output as written, bytes unchanged, with the order of streams (for a terminal).
     pub raw: CapturedOutput,
+}
+
+/// Output can be megabytes: `Debug` shows the start of each stream and the sizes.
+impl std::fmt::Debug for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn preview(s: &str) -> String {
+            const SHOWN: usize = 300;
+            match s.char_indices().nth(SHOWN) {
+                Some((cut, _)) => format!("{:?}… ({} bytes)", &s[..cut], s.len()),
+                None => format!("{s:?}"),
+            }
+        }
+        f.debug_struct("RunOutcome")
+            .field("status", &self.status)
+            .field("exit_code", &self.exit_code)
+            .field("error", &self.error)
+            .field("truncated", &self.truncated)
+            .field("duration", &self.duration)
+            .field("stdout", &format_args!("{}", preview(&self.stdout)))
+            .field("stderr", &format_args!("{}", preview(&self.stderr)))
+            .field("tty", &format_args!("{}", preview(&self.tty)))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_is_bounded() {
+        let out = RunOutcome {
+            status: RunStatus::Terminated,
+            exit_code: None,
+            stdout: "x".repeat(1 << 20),
+            stderr: String::new(),
+            tty: "x".repeat(1 << 20),
+            error: Some("output limit".into()),
+            truncated: true,
+            duration: Duration::from_millis(5),
+            raw: CapturedOutput::default(),
+        };
+        let text = format!("{out:?}");
+        assert!(text.len() < 2000, "{}", text.len());
+        assert!(text.contains("1048576 bytes") && text.contains("output limit"));
+    }
 }

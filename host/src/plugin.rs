@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use crate::artifact::{ArtifactError, Cache, Progress};
 use crate::componentize::{binary_kind, componentize, BinaryKind, COMPONENTIZE_VERSION};
 use crate::engine::{EngineError, SandboxEngine};
-use crate::manifest::{AdapterSpec, ArtifactSpec, PluginSpec};
+use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, PluginSpec};
 use crate::sandbox::bindings::PluginPre;
 use crate::sandbox::store::StoreState;
 use crate::sandbox::{Mount, Tool};
@@ -51,6 +51,16 @@ fn tool_key(artifact: &ArtifactSpec) -> String {
     )
 }
 
+/// The name a compiled tool is cached under: its artifact's file name, so runtimes that
+/// share an artifact (clang and clangpp) share one compiled file.
+fn tool_label(artifact: &ArtifactSpec) -> String {
+    let file = match artifact.source() {
+        ArtifactSource::Npm { file, .. } | ArtifactSource::Pypi { file, .. } => file.to_string(),
+        ArtifactSource::Path(p) => p.display().to_string(),
+    };
+    file.rsplit('/').next().unwrap_or("tool").to_string()
+}
+
 fn adapter_key(bytes: &[u8]) -> String {
     format!("adapter:{}", hex::encode(Sha256::digest(bytes)))
 }
@@ -58,15 +68,15 @@ fn adapter_key(bytes: &[u8]) -> String {
 /// What is cached of `spec` (no fetching, no compiling).
 pub fn cache_state(spec: &PluginSpec, cache: &Cache, engine: &SandboxEngine) -> CacheState {
     let mut artifacts = spec.tools.values().map(|t| &t.artifact).collect::<Vec<_>>();
-    artifacts.extend(spec.mounts.iter().map(|m| &m.archive));
     if let AdapterSpec::Artifact(a) = &spec.adapter {
         artifacts.push(a);
     }
-    let fetched = artifacts.iter().all(|a| cache.is_cached(a));
+    let fetched = artifacts.iter().all(|a| cache.is_cached(a))
+        && spec.mounts.iter().all(|m| cache.is_mount_ready(&m.archive));
     let compiled = spec
         .tools
-        .iter()
-        .all(|(name, t)| engine.is_compiled(name, &tool_key(&t.artifact)));
+        .values()
+        .all(|t| engine.is_compiled(&tool_label(&t.artifact), &tool_key(&t.artifact)));
     CacheState { fetched, compiled }
 }
 
@@ -113,13 +123,14 @@ pub fn load_plugin(
     for (name, tool) in &spec.tools {
         let path = cache.fetch(&tool.artifact, progress)?;
         let key = tool_key(&tool.artifact);
-        let step = (!engine.is_compiled(name, &key)).then(|| {
+        let label = tool_label(&tool.artifact);
+        let step = (!engine.is_compiled(&label, &key)).then(|| {
             progress.step(format!(
                 "compiling {} tool `{name}` (first run only)…",
                 spec.name
             ))
         });
-        let component = engine.load_or_compile(name, &key, || {
+        let component = engine.load_or_compile(&label, &key, || {
             let module = std::fs::read(&path)?;
             Ok(match binary_kind(&module) {
                 BinaryKind::CoreModule => componentize(&module)?,

@@ -151,6 +151,12 @@ impl Cache {
         Ok(())
     }
 
+    /// True when the archive `spec` is unpacked (or at least fetched), so a run needs
+    /// no download.
+    pub fn is_mount_ready(&self, spec: &ArtifactSpec) -> bool {
+        self.root.join(MOUNTS).join(verify::expected(spec)).is_dir() || self.is_cached(spec)
+    }
+
     /// Unpacks the (fetched, verified) archive `spec` — tar, gzip-compressed tar or zip,
     /// recognised by content — into `ROOT/mounts/<sha256>/` and returns that directory.
     /// Done once: later calls return the directory without touching the archive.

@@ -18,6 +18,8 @@ use process::{Command, SpawnError};
 
 /// Programs a plugin writes into scratch larger than this are refused.
 const MAX_PROGRAM_BYTES: u64 = 256 << 20;
+/// Compiled programs kept in the cache (the newest; each is up to a few MB).
+const CACHED_PROGRAMS: usize = 128;
 
 impl config::Host for StoreState {
     fn settings(&mut self) -> wasmtime::Result<Vec<(String, Vec<String>)>> {
@@ -91,11 +93,13 @@ async fn resolve_program(
     );
     let engine = run.engine.clone();
     let compiled = tokio::task::spawn_blocking(move || {
-        engine.load_or_compile("program", &key, move || match binary_kind(&bytes) {
+        let compiled = engine.load_or_compile("program", &key, move || match binary_kind(&bytes) {
             BinaryKind::CoreModule => Ok(componentize(&bytes)?),
             BinaryKind::Component => Ok(bytes),
             BinaryKind::NotWasm => anyhow::bail!("not a WebAssembly module or component"),
-        })
+        });
+        engine.prune_compiled("program", CACHED_PROGRAMS);
+        compiled
     })
     .await?;
     let component: Component = match compiled {
