@@ -27,7 +27,11 @@ struct Canary {
 fn canary() -> &'static Canary {
     static CANARY: OnceLock<Canary> = OnceLock::new();
     CANARY.get_or_init(|| {
-        let unique = format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos());
+        let unique = format!(
+            "{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos()
+        );
         // Beside the scratch directories (both in the temp dir), so `..` walks from
         // scratch would reach it if they could.
         let dir = std::env::temp_dir().join(format!("runbox-canary-dir-{unique}"));
@@ -48,16 +52,37 @@ fn canary() -> &'static Canary {
 /// Nothing of the canary, nor of the host's environment, appears in the output.
 fn assert_nothing_leaked(what: &str, out: &RunOutcome) {
     let c = canary();
-    let all = format!("{}{}{}{}", out.tty, out.stdout, out.stderr, out.error.clone().unwrap_or_default());
-    assert!(!all.contains(&c.secret), "{what}: canary contents leaked: {out:?}");
-    assert!(!all.contains(&c.name), "{what}: canary name leaked: {out:?}");
-    assert!(!all.contains("root:x:0:0"), "{what}: /etc/passwd leaked: {out:?}");
+    let all = format!(
+        "{}{}{}{}",
+        out.tty,
+        out.stdout,
+        out.stderr,
+        out.error.clone().unwrap_or_default()
+    );
+    assert!(
+        !all.contains(&c.secret),
+        "{what}: canary contents leaked: {out:?}"
+    );
+    assert!(
+        !all.contains(&c.name),
+        "{what}: canary name leaked: {out:?}"
+    );
+    assert!(
+        !all.contains("root:x:0:0"),
+        "{what}: /etc/passwd leaked: {out:?}"
+    );
 }
 
 /// Runs `code` with the canary's path on stdin (so the path is not in the source and
 /// any appearance of the name in the output is a leak of a listing).
 async fn run_hostile(runtime: &str, code: &str) -> RunOutcome {
-    let out = run_with(runtime, code, Some(&canary().path), Some(Duration::from_secs(10))).await;
+    let out = run_with(
+        runtime,
+        code,
+        Some(&canary().path),
+        Some(Duration::from_secs(10)),
+    )
+    .await;
     assert!(
         out.status != RunStatus::Timeout,
         "{runtime}: a filesystem probe should not hang: {out:?}"
@@ -132,8 +157,17 @@ async fn filesystem_escapes_fail_in_every_runtime() {
             };
             let out = run_hostile(runtime, &code).await;
             if runtime.starts_with("clang") {
-                assert_eq!(out.status, RunStatus::Completed, "{runtime} {what}: {out:?}");
-                assert_eq!(out.exit_code, Some(0), "{runtime} {what} did not build: {}", out.tty);
+                assert_eq!(
+                    out.status,
+                    RunStatus::Completed,
+                    "{runtime} {what}: {out:?}"
+                );
+                assert_eq!(
+                    out.exit_code,
+                    Some(0),
+                    "{runtime} {what} did not build: {}",
+                    out.tty
+                );
             }
             assert_nothing_leaked(&format!("{runtime} {what}"), &out);
         }
@@ -179,8 +213,16 @@ fn tree_digest(dir: &std::path::Path) -> String {
                 stack.push(p);
             } else {
                 let mut bytes = Vec::new();
-                std::fs::File::open(&p).unwrap().read_to_end(&mut bytes).unwrap();
-                entries.push(format!("{} {} {:x}", p.display(), bytes.len(), simple_hash(&bytes)));
+                std::fs::File::open(&p)
+                    .unwrap()
+                    .read_to_end(&mut bytes)
+                    .unwrap();
+                entries.push(format!(
+                    "{} {} {:x}",
+                    p.display(),
+                    bytes.len(),
+                    simple_hash(&bytes)
+                ));
             }
         }
     }
@@ -189,9 +231,9 @@ fn tree_digest(dir: &std::path::Path) -> String {
 }
 
 fn simple_hash(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3))
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +242,10 @@ async fn network_and_host_commands_are_unreachable() {
     tcp.set_nonblocking(true).unwrap();
     let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_nonblocking(true).unwrap();
-    let (tport, uport) = (tcp.local_addr().unwrap().port(), udp.local_addr().unwrap().port());
+    let (tport, uport) = (
+        tcp.local_addr().unwrap().port(),
+        udp.local_addr().unwrap().port(),
+    );
     let cases: Vec<(&str, String)> = vec![
         ("python", format!("import socket\ntry:\n    s = socket.socket()\n    s.connect(('127.0.0.1', {tport}))\n    print('connected')\nexcept Exception as e:\n    print(type(e).__name__)\ntry:\n    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    u.sendto(b'x', ('127.0.0.1', {uport}))\n    print('sent')\nexcept Exception as e:\n    print(type(e).__name__)\ntry:\n    print(socket.gethostbyname('localhost'))\nexcept Exception as e:\n    print(type(e).__name__)")),
         ("python", format!("import urllib.request\ntry:\n    urllib.request.urlopen('http://127.0.0.1:{tport}/', timeout=2)\n    print('fetched')\nexcept Exception as e:\n    print(type(e).__name__)")),
@@ -214,19 +259,37 @@ async fn network_and_host_commands_are_unreachable() {
     for (runtime, code) in cases {
         let started = Instant::now();
         let out = run_with(runtime, &code, None, Some(Duration::from_secs(5))).await;
-        assert!(started.elapsed() < Duration::from_secs(7), "{runtime}: network probe hung: {out:?}");
-        assert!(!out.tty.contains("connected") && !out.tty.contains("fetched"), "{runtime}: {out:?}");
-        assert!(!out.tty.contains("uid="), "{runtime}: ran a host command: {out:?}");
-        assert!(tcp.accept().is_err(), "{runtime}: a TCP connection reached the host: {out:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(7),
+            "{runtime}: network probe hung: {out:?}"
+        );
+        assert!(
+            !out.tty.contains("connected") && !out.tty.contains("fetched"),
+            "{runtime}: {out:?}"
+        );
+        assert!(
+            !out.tty.contains("uid="),
+            "{runtime}: ran a host command: {out:?}"
+        );
+        assert!(
+            tcp.accept().is_err(),
+            "{runtime}: a TCP connection reached the host: {out:?}"
+        );
         let mut buf = [0u8; 16];
-        assert!(udp.recv_from(&mut buf).is_err(), "{runtime}: a UDP datagram reached the host");
+        assert!(
+            udp.recv_from(&mut buf).is_err(),
+            "{runtime}: a UDP datagram reached the host"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_environment_reveals_nothing_of_the_host() {
     let host_cwd = std::env::current_dir().unwrap().display().to_string();
-    let host_name = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string();
+    let host_name = std::fs::read_to_string("/etc/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
     let cases = [
         ("python", "import os, sys\nprint(dict(os.environ))\nprint(os.getcwd(), sys.argv, sys.executable)\nprint(os.uname() if hasattr(os, 'uname') else 'no uname')"),
         ("quickjs", "console.log(JSON.stringify(std.getenviron()), os.getcwd()[0], JSON.stringify(scriptArgs));"),
@@ -240,13 +303,21 @@ async fn the_environment_reveals_nothing_of_the_host() {
         assert_nothing_leaked(runtime, &out);
         for (what, value) in [("cwd", &host_cwd), ("hostname", &host_name)] {
             if value.len() > 3 {
-                assert!(!out.tty.contains(value.as_str()), "{runtime}: host {what} {value:?} visible: {}", out.tty);
+                assert!(
+                    !out.tty.contains(value.as_str()),
+                    "{runtime}: host {what} {value:?} visible: {}",
+                    out.tty
+                );
             }
         }
         for (key, value) in std::env::vars() {
             // Long values only: short ones ("1", "C.UTF-8") appear by chance.
             if value.len() >= 12 {
-                assert!(!out.tty.contains(&value), "{runtime}: host variable {key} visible: {}", out.tty);
+                assert!(
+                    !out.tty.contains(&value),
+                    "{runtime}: host variable {key} visible: {}",
+                    out.tty
+                );
             }
         }
     }
@@ -309,9 +380,14 @@ async fn cpu_burners_end_by_the_deadline() {
     for t in tasks {
         let (runtime, what, took, out) = t.await.unwrap();
         // Queueing for a slot counts in `took`, so compare the run's own duration.
-        assert!(out.duration < deadline + Duration::from_secs(1), "{runtime} {what}: {took:?} {out:?}");
+        assert!(
+            out.duration < deadline + Duration::from_secs(1),
+            "{runtime} {what}: {took:?} {out:?}"
+        );
         match out.status {
-            RunStatus::Timeout => assert!(out.duration >= deadline, "{runtime} {what}: early timeout"),
+            RunStatus::Timeout => {
+                assert!(out.duration >= deadline, "{runtime} {what}: early timeout")
+            }
             // A runtime may refuse on its own (Python's sleep is unsupported in this build).
             RunStatus::Completed => {}
             _ => panic!("{runtime} {what}: {out:?}"),
@@ -366,7 +442,10 @@ async fn memory_attacks_end_cleanly_and_the_host_survives() {
             assert!(ok, "{runtime} {what}: {out:?}");
         }
         let again = run(runtime, hello_45(runtime)).await;
-        assert_eq!(again.stdout, "45\n", "{runtime} after memory attacks: {again:?}");
+        assert_eq!(
+            again.stdout, "45\n",
+            "{runtime} after memory attacks: {again:?}"
+        );
     }
 }
 
@@ -415,10 +494,21 @@ async fn output_attacks_are_capped() {
         for (what, code) in output_probes(runtime) {
             let started = Instant::now();
             let out = run_with(runtime, code, None, Some(Duration::from_secs(20))).await;
-            assert!(started.elapsed() < Duration::from_secs(5), "{runtime} {what}: slow");
-            assert_eq!(out.status, RunStatus::Terminated, "{runtime} {what}: {:?}", out.error);
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{runtime} {what}: slow"
+            );
+            assert_eq!(
+                out.status,
+                RunStatus::Terminated,
+                "{runtime} {what}: {:?}",
+                out.error
+            );
             assert!(out.truncated, "{runtime} {what}");
-            assert!(out.stdout.len() <= cap && out.stderr.len() <= cap, "{runtime} {what}");
+            assert!(
+                out.stdout.len() <= cap && out.stderr.len() <= cap,
+                "{runtime} {what}"
+            );
             assert!(out.tty.len() <= 2 * cap, "{runtime} {what}");
         }
     }
@@ -436,7 +526,10 @@ async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
     for (runtime, code) in cases {
         let out = run_with(runtime, code, None, Some(Duration::from_millis(1500))).await;
         assert_eq!(out.status, RunStatus::Timeout, "{runtime}: {out:?}");
-        assert!(out.stdout.contains("tick 3"), "{runtime}: output before the deadline lost: {out:?}");
+        assert!(
+            out.stdout.contains("tick 3"),
+            "{runtime}: output before the deadline lost: {out:?}"
+        );
     }
 }
 
@@ -478,7 +571,10 @@ async fn concurrent_runs_do_not_see_each_other() {
             _ => "<?php var_dump(file_exists('/shared.txt'), scandir('/'));",
         };
         let out = run(runtime, code).await;
-        assert!(!out.stdout.contains("shared.txt") && !out.stdout.contains("true"), "{runtime}: {out:?}");
+        assert!(
+            !out.stdout.contains("shared.txt") && !out.stdout.contains("true"),
+            "{runtime}: {out:?}"
+        );
     }
     let w = writer.await.unwrap();
     assert_eq!(w.stdout, "secret\n", "{w:?}");

@@ -40,11 +40,19 @@ fn hello_from_stdin_in_every_runtime() {
         ("python", "print(sum(range(10)))"),
         ("ruby", "puts (0...10).sum"),
         ("php-cgi", "<?php echo array_sum(range(0, 9)), \"\\n\";"),
-        ("quickjs", "console.log([...Array(10).keys()].reduce((a, b) => a + b))"),
+        (
+            "quickjs",
+            "console.log([...Array(10).keys()].reduce((a, b) => a + b))",
+        ),
     ];
     for (runtime, code) in cases {
         let out = run_piped(&["run", runtime, "-"], code);
-        assert_eq!(text(&out.stdout), "45\n", "{runtime}: {}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            "45\n",
+            "{runtime}: {}",
+            text(&out.stderr)
+        );
         assert_eq!(out.status.code(), Some(0), "{runtime}");
     }
 }
@@ -81,7 +89,11 @@ fn program_file_and_stdin_file() {
 fn timeout_has_its_own_exit_status() {
     let out = run_piped(&["run", "quickjs", "--timeout", "0.5"], "while (true) {}");
     assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("timeout"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("timeout"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -112,7 +124,10 @@ fn bad_plugins_file_names_file_entry_and_field() {
     assert_eq!(out.status.code(), Some(125));
     let err = text(&out.stderr);
     assert!(err.contains("plugins.toml"), "{err}");
-    assert!(err.contains("`py`") && err.contains("tools.python.sha256"), "{err}");
+    assert!(
+        err.contains("`py`") && err.contains("tools.python.sha256"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -186,11 +201,8 @@ fn plugins_test_passes_a_good_plugin_and_fails_a_wrong_sample() {
     let builtin = runbox::manifest::DEFAULT_MANIFEST;
     let start = builtin.find("[plugins.quickjs]").unwrap();
     let end = builtin[start..].find("[plugins.ruby]").unwrap() + start;
-    let entry = builtin[start..end].replacen(
-        "stdout = \"hello, world\\n\"",
-        "stdout = \"goodbye\\n\"",
-        1,
-    );
+    let entry =
+        builtin[start..end].replacen("stdout = \"hello, world\\n\"", "stdout = \"goodbye\\n\"", 1);
     assert!(entry.contains("goodbye"));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("plugins.toml");

@@ -644,9 +644,15 @@ fn malformed_messages_get_errors_and_the_server_keeps_serving() {
     session.send(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
         "params": {"name": "rm_rf", "arguments": {}}}));
     session.call(12, json!({"runtime": "python", "code": 12345}));
-    session.call(13, json!({"runtime": ["python"], "code": "print(1)", "timeout_seconds": "soon"}));
+    session.call(
+        13,
+        json!({"runtime": ["python"], "code": "print(1)", "timeout_seconds": "soon"}),
+    );
     session.send(json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call"}));
-    session.call(15, json!({"runtime": "python", "code": "print('still here')"}));
+    session.call(
+        15,
+        json!({"runtime": "python", "code": "print('still here')"}),
+    );
     let mut by_id = std::collections::HashMap::new();
     while by_id.len() < 6 {
         let reply = session.receive();
@@ -664,10 +670,16 @@ fn malformed_messages_get_errors_and_the_server_keeps_serving() {
         let r = &by_id[&id]["result"];
         assert_eq!(r["isError"], true, "{}", by_id[&id]);
         let text = r["content"][0]["text"].as_str().unwrap();
-        assert!(text.contains("python") && text.contains("php-cgi"), "{text}");
+        assert!(
+            text.contains("python") && text.contains("php-cgi"),
+            "{text}"
+        );
     }
     assert!(by_id[&14]["error"].is_object() || by_id[&14]["result"]["isError"] == true);
-    assert_eq!(by_id[&15]["result"]["structuredContent"]["stdout"], "still here\n");
+    assert_eq!(
+        by_id[&15]["result"]["structuredContent"]["stdout"],
+        "still here\n"
+    );
     session.hang_up();
 }
 
@@ -677,12 +689,23 @@ fn a_50_mb_program_is_refused_with_the_documented_cap() {
     let huge = format!("# {}\nprint(1)", "x".repeat(50 << 20));
     session.call(1, json!({"runtime": "python", "code": huge}));
     let reply = session.receive();
-    assert_eq!(reply["id"], 1, "{}", &reply.to_string()[..200.min(reply.to_string().len())]);
+    assert_eq!(
+        reply["id"],
+        1,
+        "{}",
+        &reply.to_string()[..200.min(reply.to_string().len())]
+    );
     assert_eq!(reply["result"]["isError"], true);
     let text = reply["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("`code`") && text.contains("limit is 4 MiB"), "{text}");
+    assert!(
+        text.contains("`code`") && text.contains("limit is 4 MiB"),
+        "{text}"
+    );
     session.call(2, json!({"runtime": "python", "code": "print(2)"}));
-    assert_eq!(session.receive()["result"]["structuredContent"]["stdout"], "2\n");
+    assert_eq!(
+        session.receive()["result"]["structuredContent"]["stdout"],
+        "2\n"
+    );
     session.hang_up();
 }
 
@@ -712,6 +735,9 @@ fn two_hundred_calls_at_once_are_queued_and_all_answered() {
         answered.insert(id);
     }
     let peak_mib = peak_rss_kib(pid) / 1024;
-    assert!(peak_mib < 2048, "runbox mcp peaked at {peak_mib} MiB for 200 small calls");
+    assert!(
+        peak_mib < 2048,
+        "runbox mcp peaked at {peak_mib} MiB for 200 small calls"
+    );
     session.hang_up();
 }

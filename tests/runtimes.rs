@@ -111,16 +111,33 @@ async fn busy_loops_time_out_within_a_second_of_the_deadline() {
         let took = started.elapsed();
         assert_eq!(out.status, RunStatus::Timeout, "{}: {out:?}", p.runtime);
         assert_eq!(out.exit_code, None);
-        assert!(out.error.as_deref().unwrap_or("").contains("time"), "{out:?}");
-        assert!(took >= Duration::from_secs(2), "{}: stopped early, {took:?}", p.runtime);
-        assert!(took < Duration::from_secs(3), "{}: stopped late, {took:?}", p.runtime);
+        assert!(
+            out.error.as_deref().unwrap_or("").contains("time"),
+            "{out:?}"
+        );
+        assert!(
+            took >= Duration::from_secs(2),
+            "{}: stopped early, {took:?}",
+            p.runtime
+        );
+        assert!(
+            took < Duration::from_secs(3),
+            "{}: stopped late, {took:?}",
+            p.runtime
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_bombs_are_stopped_by_the_cap_and_the_host_survives() {
     for p in PROBES {
-        let out = run_with(p.runtime, p.memory_bomb, None, Some(Duration::from_secs(30))).await;
+        let out = run_with(
+            p.runtime,
+            p.memory_bomb,
+            None,
+            Some(Duration::from_secs(30)),
+        )
+        .await;
         // Either the runtime reports its own out-of-memory error (non-zero exit) or the
         // host ends the run: both are fine, a timeout or a crash of the host is not.
         let stopped_by_cap = match out.status {
@@ -145,12 +162,36 @@ async fn output_floods_are_truncated_quickly() {
         let started = Instant::now();
         let out = run_with(p.runtime, p.flood, None, Some(Duration::from_secs(20))).await;
         let took = started.elapsed();
-        assert_eq!(out.status, RunStatus::Terminated, "{}: {:?}", p.runtime, out.error);
+        assert_eq!(
+            out.status,
+            RunStatus::Terminated,
+            "{}: {:?}",
+            p.runtime,
+            out.error
+        );
         assert!(out.truncated, "{}", p.runtime);
-        assert!(out.error.as_deref().unwrap_or("").contains("output"), "{:?}", out.error);
-        assert!(out.stdout.len() <= cap, "{}: {}", p.runtime, out.stdout.len());
-        assert!(out.stdout.len() >= cap / 2, "{}: kept only {}", p.runtime, out.stdout.len());
-        assert!(took < Duration::from_secs(5), "{}: flood took {took:?}", p.runtime);
+        assert!(
+            out.error.as_deref().unwrap_or("").contains("output"),
+            "{:?}",
+            out.error
+        );
+        assert!(
+            out.stdout.len() <= cap,
+            "{}: {}",
+            p.runtime,
+            out.stdout.len()
+        );
+        assert!(
+            out.stdout.len() >= cap / 2,
+            "{}: kept only {}",
+            p.runtime,
+            out.stdout.len()
+        );
+        assert!(
+            took < Duration::from_secs(5),
+            "{}: flood took {took:?}",
+            p.runtime
+        );
     }
 }
 
@@ -172,7 +213,12 @@ async fn host_files_are_unreadable() {
 async fn files_written_in_one_run_are_gone_in_the_next() {
     for p in PROBES {
         let write = run(p.runtime, p.write_file).await;
-        assert_eq!(write.status, RunStatus::Completed, "{}: {write:?}", p.runtime);
+        assert_eq!(
+            write.status,
+            RunStatus::Completed,
+            "{}: {write:?}",
+            p.runtime
+        );
         assert_eq!(write.exit_code, Some(0), "{}: {write:?}", p.runtime);
         let check = run(p.runtime, p.check_file).await;
         assert_eq!(check.stdout.trim(), "false", "{}: {check:?}", p.runtime);
@@ -184,7 +230,9 @@ async fn eight_runs_at_once_are_all_correct() {
     let mut tasks = Vec::new();
     for i in 0..8 {
         let p = &PROBES[i % PROBES.len()];
-        tasks.push(tokio::spawn(async move { (p.runtime, run(p.runtime, p.sum).await) }));
+        tasks.push(tokio::spawn(async move {
+            (p.runtime, run(p.runtime, p.sum).await)
+        }));
     }
     for t in tasks {
         let (runtime, out) = t.await.unwrap();

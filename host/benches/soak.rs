@@ -17,9 +17,21 @@ use tokio_util::sync::CancellationToken;
 /// (runtime, program, timeout seconds): quick ones, limit breakers and crashes.
 const MIX: &[(&str, &str, f64)] = &[
     ("python", "print(sum(range(10)))", 5.0),
-    ("python", "x = []\nwhile True:\n    x.append(bytearray(10**6))", 10.0),
-    ("python", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)", 5.0),
-    ("python", "open('f.txt', 'w').write('x' * 100000)\nprint(len(open('f.txt').read()))", 5.0),
+    (
+        "python",
+        "x = []\nwhile True:\n    x.append(bytearray(10**6))",
+        10.0,
+    ),
+    (
+        "python",
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
+        5.0,
+    ),
+    (
+        "python",
+        "open('f.txt', 'w').write('x' * 100000)\nprint(len(open('f.txt').read()))",
+        5.0,
+    ),
     ("quickjs", "console.log(45)", 5.0),
     ("quickjs", "while (true) {}", 0.5),
     ("quickjs", "function f() { return f() + 1; } f();", 5.0),
@@ -39,7 +51,9 @@ fn rss_kib() -> u64 {
 }
 
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 fn scratch_dirs() -> usize {
@@ -82,7 +96,12 @@ async fn main() {
     let manifest = Manifest::builtin().expect("plugins.toml");
     let options = RunboxOptions {
         max_concurrent: 8,
-        only: vec!["python".into(), "quickjs".into(), "ruby".into(), "php-cgi".into()],
+        only: vec![
+            "python".into(),
+            "quickjs".into(),
+            "ruby".into(),
+            "php-cgi".into(),
+        ],
         ..RunboxOptions::default()
     };
     let rb = Arc::new(
@@ -136,7 +155,10 @@ async fn main() {
         failed = true;
     }
     if dirs1 > dirs0 {
-        eprintln!("soak: FAIL: {} scratch directories left behind", dirs1 - dirs0);
+        eprintln!(
+            "soak: FAIL: {} scratch directories left behind",
+            dirs1 - dirs0
+        );
         failed = true;
     }
     if rss_growth_mib > 64 {

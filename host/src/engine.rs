@@ -18,10 +18,7 @@ pub enum EngineError {
     #[error("cannot configure wasmtime: {0:#}")]
     Config(anyhow::Error),
     #[error("cannot compile {what}: {source:#}")]
-    Compile {
-        what: String,
-        source: anyhow::Error,
-    },
+    Compile { what: String, source: anyhow::Error },
     #[error("cannot write the compiled cache file {path}: {source}")]
     CacheWrite {
         path: PathBuf,
@@ -71,9 +68,16 @@ impl SandboxEngine {
         let digest = hex::encode(h.finalize());
         let safe: String = name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
-        self.compiled_dir.join(format!("{safe}-{}.cwasm", &digest[..32]))
+        self.compiled_dir
+            .join(format!("{safe}-{}.cwasm", &digest[..32]))
     }
 
     /// True when a compiled form for `key` is cached.
@@ -96,7 +100,10 @@ impl SandboxEngine {
             // directory only runbox writes.
             match unsafe { Component::deserialize_file(&self.engine, &path) } {
                 Ok(c) => return Ok(c),
-                Err(e) => tracing::warn!("recompiling {name}: cached {} unusable: {e:#}", path.display()),
+                Err(e) => tracing::warn!(
+                    "recompiling {name}: cached {} unusable: {e:#}",
+                    path.display()
+                ),
             }
         }
         let compile_err = |source: anyhow::Error| EngineError::Compile {
@@ -110,7 +117,8 @@ impl SandboxEngine {
             .map_err(|e| compile_err(e.into()))?;
         write_atomically(&path, &compiled)?;
         // SAFETY: as above; the file was just written by this engine.
-        unsafe { Component::deserialize_file(&self.engine, &path) }.map_err(|e| compile_err(e.into()))
+        unsafe { Component::deserialize_file(&self.engine, &path) }
+            .map_err(|e| compile_err(e.into()))
     }
 }
 
@@ -220,6 +228,9 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, ["program-3.cwasm", "program-4.cwasm", "python-x.cwasm"]);
+        assert_eq!(
+            left,
+            ["program-3.cwasm", "program-4.cwasm", "python-x.cwasm"]
+        );
     }
 }

@@ -189,7 +189,10 @@ impl ArtifactSpec {
             );
         }
         if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return err("sha256", "must be 64 hexadecimal digits (the file's sha256)");
+            return err(
+                "sha256",
+                "must be 64 hexadecimal digits (the file's sha256)",
+            );
         }
         Ok(())
     }
@@ -294,7 +297,9 @@ impl Manifest {
                 }
             }
             match &mut spec.adapter {
-                AdapterSpec::Builtin(a) if !crate::adapters::BUILTIN.iter().any(|(n, _)| n == a) => {
+                AdapterSpec::Builtin(a)
+                    if !crate::adapters::BUILTIN.iter().any(|(n, _)| n == a) =>
+                {
                     let known: Vec<_> = crate::adapters::BUILTIN.iter().map(|(n, _)| *n).collect();
                     return Err(field_err(
                         "adapter",
@@ -475,6 +480,9 @@ sha256 = "{}"
         ))
         .unwrap();
         let t = &m.plugins["py"].tools["python"];
-        assert_eq!(t.artifact.source(), ArtifactSource::Path(Path::new("/base/x.wasm")));
+        assert_eq!(
+            t.artifact.source(),
+            ArtifactSource::Path(Path::new("/base/x.wasm"))
+        );
     }
 }

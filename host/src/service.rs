@@ -201,7 +201,12 @@ impl Runbox {
     pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
         let plugin = self.plugin_arc(runtime)?;
         let scratch = new_scratch()?;
-        let run = self.run_context(&plugin, scratch.path(), Duration::from_secs(10), self.limits.memory_bytes);
+        let run = self.run_context(
+            &plugin,
+            scratch.path(),
+            Duration::from_secs(10),
+            self.limits.memory_bytes,
+        );
         let io = ProgramIo {
             argv: vec![plugin.spec.name.clone()],
             ..ProgramIo::default()
@@ -209,7 +214,10 @@ impl Runbox {
         let call = async {
             let mut store = new_store(&run, io)?;
             let instance = plugin.adapter.instantiate_async(&mut store).await?;
-            instance.runbox_plugin_runtime().call_describe(&mut store).await
+            instance
+                .runbox_plugin_runtime()
+                .call_describe(&mut store)
+                .await
         };
         call.await
             .map_err(|e| RunError::Host(format!("`{runtime}`: describe failed: {e}")))
@@ -254,7 +262,10 @@ impl Runbox {
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let plugin = self.plugin_arc(&request.runtime)?;
-        let timeout = request.limits.timeout.unwrap_or(self.limits.default_timeout);
+        let timeout = request
+            .limits
+            .timeout
+            .unwrap_or(self.limits.default_timeout);
         if timeout.is_zero() {
             return Err(RunError::InvalidRequest(
                 "timeout must be greater than zero".into(),
@@ -357,7 +368,12 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
             run.disk.entry_cap()
         )
     };
-    let timeout_note = || format!("time limit reached: the run was stopped after {:.1} s", timeout.as_secs_f64());
+    let timeout_note = || {
+        format!(
+            "time limit reached: the run was stopped after {:.1} s",
+            timeout.as_secs_f64()
+        )
+    };
     let (status, exit_code, error) = match ended {
         Ended::Returned(Ok(Ok(code))) => (RunStatus::Completed, Some(code), None),
         Ended::Returned(Ok(Err(message))) => (
@@ -366,10 +382,15 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
             Some(format!("the runtime could not run the program: {message}")),
         ),
         Ended::Returned(Err(trap)) => {
-            if let Some(e) = trap.chain().find_map(|c| c.downcast_ref::<OutputLimitExceeded>()) {
-                (RunStatus::Terminated, None, Some(e.to_string()))
-            } else if matches!(trap.downcast_ref::<wasmtime::Trap>(), Some(wasmtime::Trap::Interrupt))
+            if let Some(e) = trap
+                .chain()
+                .find_map(|c| c.downcast_ref::<OutputLimitExceeded>())
             {
+                (RunStatus::Terminated, None, Some(e.to_string()))
+            } else if matches!(
+                trap.downcast_ref::<wasmtime::Trap>(),
+                Some(wasmtime::Trap::Interrupt)
+            ) {
                 (RunStatus::Timeout, None, Some(timeout_note()))
             } else if run.memory.was_exceeded() {
                 (RunStatus::Terminated, None, Some(memory_note()))

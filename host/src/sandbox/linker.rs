@@ -19,10 +19,7 @@ use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 pub fn sandbox_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     add_wasi(&mut linker)?;
-    super::bindings::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
-        &mut linker,
-        |s| s,
-    )?;
+    super::bindings::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)?;
     // A preview1 program's proc_exit, rerouted here by `componentize`.
     linker
         .instance(EXIT_MODULE)?

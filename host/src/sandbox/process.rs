@@ -84,7 +84,9 @@ async fn resolve_program(
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) => {
-            return Ok(Err(SpawnError::NotFound(format!("cannot read `{program}`: {e}"))))
+            return Ok(Err(SpawnError::NotFound(format!(
+                "cannot read `{program}`: {e}"
+            ))))
         }
     };
     let key = format!(
