@@ -100,6 +100,8 @@ fn rerun_if_changed(root: &Path, members: &[String]) {
         root.join("wit"),
         adapters.join("Cargo.toml"),
         adapters.join("Cargo.lock"),
+        // Guest code every adapter includes as source.
+        adapters.join("shared"),
     ];
     // A directory is watched as a whole, recursively.
     paths.extend(members.iter().map(|m| adapters.join(m)));

@@ -1,15 +1,15 @@
 //! The component's side of `runbox:plugin`: reads the settings, prepares the scratch
 //! directory and spawns the tool. The command-line logic is in [`crate::plan`].
 
-use std::fs;
-use std::path::Path;
-
-use crate::plan::{self, Invocation};
+use crate::plan::{self, scratch_path, values};
 
 wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use runbox::plugin::{config, process};
+
+#[path = "../../shared/guest_io.rs"]
+mod guest_io;
 
 struct Adapter;
 
@@ -17,66 +17,19 @@ export!(Adapter);
 
 impl Guest for Adapter {
     fn describe() -> Info {
-        let settings = config::settings();
-        // The host always sets these four; an empty string would only show a host bug.
-        let field = |key: &str| {
-            plan::values(&settings, key)
-                .and_then(|v| v.first().cloned())
-                .unwrap_or_default()
-        };
-        Info {
-            name: field("name"),
-            language: field("language"),
-            version: field("version"),
-            extension: field("extension"),
-        }
+        guest_io::describe_from_settings()
     }
 
     fn run(request: RunRequest) -> Result<i32, String> {
         let invocation = plan::invocation(&config::settings(), &request.args)?;
-        write_files(&request.files)?;
-        write_file(&invocation.entry, request.code.as_bytes())
+        guest_io::write_files(&request.files)?;
+        guest_io::write_file(&invocation.entry, request.code.as_bytes())
             .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))?;
-        spawn(invocation, request.stdin)
+        guest_io::spawn(process::Command {
+            program: invocation.program,
+            args: invocation.args,
+            env: invocation.env,
+            stdin: request.stdin,
+        })
     }
-}
-
-/// Writes the request's extra files into the scratch directory.
-fn write_files(files: &[File]) -> Result<(), String> {
-    for file in files {
-        let relative =
-            plan::scratch_path(&file.path).map_err(|e| format!("file `{}`: {e}", file.path))?;
-        write_file(&format!("/{relative}"), &file.contents)
-            .map_err(|e| format!("cannot write file `{}`: {e}", file.path))?;
-    }
-    Ok(())
-}
-
-/// Writes `contents` to the absolute sandbox path `path`, creating its parent directories.
-fn write_file(path: &str, contents: &[u8]) -> std::io::Result<()> {
-    match Path::new(path).parent() {
-        Some(parent) if parent != Path::new("/") => fs::create_dir_all(parent)?,
-        _ => {}
-    }
-    fs::write(path, contents)
-}
-
-/// Runs the tool to completion and returns its exit code.
-fn spawn(invocation: Invocation, stdin: Option<Vec<u8>>) -> Result<i32, String> {
-    let command = process::Command {
-        program: invocation.program,
-        args: invocation.args,
-        env: invocation.env,
-        stdin,
-    };
-    process::spawn(&command).map_err(|e| match e {
-        process::SpawnError::NotFound(detail) => format!(
-            "cannot start `{}`: no such tool is declared for this runtime ({detail})",
-            command.program
-        ),
-        process::SpawnError::InvalidProgram(detail) => format!(
-            "cannot start `{}`: not a runnable WebAssembly program ({detail})",
-            command.program
-        ),
-    })
 }
