@@ -32,7 +32,7 @@ pub const EXIT_TERMINATED: u8 = 127;
     version,
     about = "Run untrusted code in WebAssembly sandboxes: an MCP server and a command line",
     after_help = "Exit status of `runbox run`: the program's own exit code; 124 timeout; \
-                  125 runbox error; 126 crashed; 127 terminated (output or memory cap)."
+                  125 runbox error; 126 crashed; 127 terminated (output or memory cap, Ctrl-C)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -60,7 +60,7 @@ pub enum Command {
     Run(RunArgs),
     /// List the runtimes and whether their artifacts are fetched and compiled.
     Runtimes,
-    /// Manage plugin artifacts.
+    /// Fetch and compile plugins ahead of time, or run their conformance suite.
     #[command(subcommand)]
     Plugins(PluginsCommand),
     /// Serve MCP (the `run_code` tool) on stdio, or on streamable HTTP with --http.
