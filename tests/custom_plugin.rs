@@ -1,0 +1,165 @@
+//! A third party's runtime from a local path, as a plugins.toml entry points at it: tiny
+//! preview1 programs written in WAT that break the engine-level limits on purpose
+//! (tables, memory, traps) and report real exit codes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use runbox::artifact::{Cache, Progress};
+use runbox::manifest::Manifest;
+use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+/// Each program is a preview1 command; its `_start` does one thing.
+const PROGRAMS: &[(&str, &str)] = &[
+    // Grows a table by 65536 elements until refused, then exits 42.
+    (
+        "table-bomb",
+        r#"(table $t 1 funcref)
+           (func (export "_start")
+             (loop $l
+               (if (i32.eq (table.grow $t (ref.null func) (i32.const 65536)) (i32.const -1))
+                 (then (call $exit (i32.const 42))))
+               (br $l)))"#,
+    ),
+    // Grows memory a page at a time until refused, then exits 43.
+    (
+        "memory-bomb",
+        r#"(func (export "_start")
+             (loop $l
+               (if (i32.eq (memory.grow (i32.const 16)) (i32.const -1))
+                 (then (call $exit (i32.const 43))))
+               (br $l)))"#,
+    ),
+    ("unreachable", r#"(func (export "_start") unreachable)"#),
+    (
+        "out-of-bounds",
+        r#"(func (export "_start") (drop (i32.load (i32.const 0x7ffffff0))))"#,
+    ),
+    ("stack-overflow", r#"(func $f (export "_start") (call $f))"#),
+    (
+        "exit-7",
+        r#"(func (export "_start") (call $exit (i32.const 7)))"#,
+    ),
+    (
+        "hello",
+        r#"(data (i32.const 16) "hello from wat\n")
+           (func (export "_start")
+             (i32.store (i32.const 0) (i32.const 16))
+             (i32.store (i32.const 4) (i32.const 15))
+             (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))))"#,
+    ),
+];
+
+fn module(body: &str) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+             (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+             (import "wasi_snapshot_preview1" "fd_write"
+               (func $fd_write (param i32 i32 i32 i32) (result i32)))
+             (memory (export "memory") 1)
+             {body})"#
+    ))
+    .expect("valid WAT")
+}
+
+/// Writes every program and a plugins.toml with one runtime per program.
+fn write_plugins(dir: &Path) -> Manifest {
+    let mut toml = String::new();
+    for (name, body) in PROGRAMS {
+        let bytes = module(body);
+        let file = format!("{name}.wasm");
+        std::fs::write(dir.join(&file), &bytes).unwrap();
+        let sha = hex::encode(Sha256::digest(&bytes));
+        toml.push_str(&format!(
+            "[plugins.{name}]\nlanguage = \"WAT\"\nversion = \"1\"\nextension = \"txt\"\n\
+             adapter = \"command\"\n\
+             [plugins.{name}.settings]\nentry = \"input.txt\"\nargv = [\"prog\"]\n\
+             [plugins.{name}.tools.prog]\npath = \"{file}\"\nsha256 = \"{sha}\"\n\n"
+        ));
+    }
+    let path = dir.join("plugins.toml");
+    std::fs::write(&path, toml).unwrap();
+    Manifest::load(&path).expect("the generated plugins.toml parses")
+}
+
+async fn run(rb: &Runbox, name: &str) -> RunOutcome {
+    rb.run(
+        RunRequest {
+            runtime: name.into(),
+            code: String::new(),
+            limits: LimitOverrides {
+                timeout: Some(Duration::from_secs(10)),
+                memory_bytes: Some(64 << 20),
+            },
+            ..RunRequest::default()
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_limits_and_traps_in_a_local_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_plugins(dir.path());
+    let cache = Cache::at(dir.path().join("cache"));
+    let rb = Runbox::load(
+        &manifest,
+        &cache,
+        RunboxOptions::default(),
+        &Progress::hidden(),
+    )
+    .expect("load the local plugins");
+
+    let out = run(&rb, "hello").await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(0)),
+        "{out:?}"
+    );
+    assert_eq!(out.stdout, "hello from wat\n");
+
+    // Real exit codes survive the preview1 adapter.
+    let out = run(&rb, "exit-7").await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(7)),
+        "{out:?}"
+    );
+
+    // Growth past the caps is refused, and the program sees it (-1) and can react.
+    let out = run(&rb, "table-bomb").await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(42)),
+        "{out:?}"
+    );
+    let out = run(&rb, "memory-bomb").await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(43)),
+        "{out:?}"
+    );
+    assert!(out.duration < Duration::from_secs(5), "{out:?}");
+
+    // Traps are `crashed`, with the trap named.
+    for (name, needle) in [
+        ("unreachable", "unreachable"),
+        ("out-of-bounds", "out of bounds"),
+        ("stack-overflow", "stack"),
+    ] {
+        let out = run(&rb, name).await;
+        assert_eq!(out.status, RunStatus::Crashed, "{name}: {out:?}");
+        assert_eq!(out.exit_code, None);
+        let error = out.error.unwrap_or_default();
+        assert!(error.contains(needle), "{name}: {error}");
+    }
+
+    // The host is fine afterwards.
+    let out = run(&rb, "hello").await;
+    assert_eq!(out.stdout, "hello from wat\n");
+}
