@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{run, run_with, runbox};
 use runbox::outcome::{RunOutcome, RunStatus};
 
-const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi"];
+const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi", "clang", "clangpp"];
 
 /// What each runtime's C library says for ENOSPC.
 const NO_SPACE: &str = "No space left on device";
@@ -78,6 +78,32 @@ fn fill_disk(runtime: &str, marker: &str) -> String {
              fclose($f);\n\
              echo $i < 1024 ? \"stopped after $n MB: \" . error_get_last()['message'] : \"wrote $n MB\", \"\\n\";\n"
         }
+        // Valid C and C++ alike.
+        "clang" | "clangpp" => {
+            "#include <stdio.h>\n\
+             #include <string.h>\n\
+             #include <errno.h>\n\
+             #include <time.h>\n\
+             static char chunk[1 << 20];\n\
+             int main(void) {\n\
+             \x20 fclose(fopen(\"/MARKER\", \"w\"));\n\
+             \x20 struct timespec pause = {0, 300000000};\n\
+             \x20 nanosleep(&pause, 0);\n\
+             \x20 memset(chunk, 'x', sizeof chunk);\n\
+             \x20 FILE *f = fopen(\"/fill.bin\", \"wb\");\n\
+             \x20 int n = 0;\n\
+             \x20 for (int i = 0; i < 1024; i++) {\n\
+             \x20   if (fwrite(chunk, 1, sizeof chunk, f) != sizeof chunk || fflush(f) != 0) {\n\
+             \x20     printf(\"stopped after %d MB: %s\\n\", n, strerror(errno));\n\
+             \x20     return 0;\n\
+             \x20   }\n\
+             \x20   n++;\n\
+             \x20 }\n\
+             \x20 fclose(f);\n\
+             \x20 printf(\"wrote %d MB\\n\", n);\n\
+             \x20 return 0;\n\
+             }\n"
+        }
         other => panic!("no program for {other}"),
     };
     code.replace("MARKER", marker)
@@ -144,6 +170,34 @@ fn many_files(runtime: &str, marker: &str) -> String {
              }\n\
              echo $msg === null ? \"created $n\" : \"stopped after $n files: $msg\", \"\\n\";\n"
         }
+        "clang" | "clangpp" => {
+            "#include <stdio.h>\n\
+             #include <string.h>\n\
+             #include <errno.h>\n\
+             #include <time.h>\n\
+             #include <sys/stat.h>\n\
+             int main(void) {\n\
+             \x20 fclose(fopen(\"/MARKER\", \"w\"));\n\
+             \x20 struct timespec pause = {0, 300000000};\n\
+             \x20 nanosleep(&pause, 0);\n\
+             \x20 mkdir(\"/d\", 0755);\n\
+             \x20 int n = 0;\n\
+             \x20 char path[64];\n\
+             \x20 for (int i = 0; i < 100000; i++) {\n\
+             \x20   snprintf(path, sizeof path, \"/d/%d\", i);\n\
+             \x20   FILE *f = fopen(path, \"w\");\n\
+             \x20   if (!f) {\n\
+             \x20     printf(\"stopped after %d files: %s\\n\", n, strerror(errno));\n\
+             \x20     return 0;\n\
+             \x20   }\n\
+             \x20   fputc('x', f);\n\
+             \x20   fclose(f);\n\
+             \x20   n++;\n\
+             \x20 }\n\
+             \x20 printf(\"created %d\\n\", n);\n\
+             \x20 return 0;\n\
+             }\n"
+        }
         other => panic!("no program for {other}"),
     };
     code.replace("MARKER", marker)
@@ -186,6 +240,23 @@ fn megabyte(runtime: &str) -> &'static str {
              file_put_contents('/mb.bin', $data);\n\
              $back = file_get_contents('/mb.bin');\n\
              echo $back === $data ? 'ok' : 'mismatch', ' ', strlen($back), \"\\n\";\n"
+        }
+        "clang" | "clangpp" => {
+            "#include <stdio.h>\n\
+             static unsigned char data[1 << 20], back[(1 << 20) + 1];\n\
+             int main(void) {\n\
+             \x20 for (int i = 0; i < (1 << 20); i++) data[i] = (unsigned char)i;\n\
+             \x20 FILE *f = fopen(\"/mb.bin\", \"wb\");\n\
+             \x20 fwrite(data, 1, sizeof data, f);\n\
+             \x20 fclose(f);\n\
+             \x20 f = fopen(\"/mb.bin\", \"rb\");\n\
+             \x20 size_t r = fread(back, 1, sizeof back, f);\n\
+             \x20 fclose(f);\n\
+             \x20 int same = r == sizeof data;\n\
+             \x20 for (size_t i = 0; same && i < sizeof data; i++) same = back[i] == data[i];\n\
+             \x20 printf(\"%s %zu\\n\", same ? \"ok\" : \"mismatch\", r);\n\
+             \x20 return 0;\n\
+             }\n"
         }
         other => panic!("no program for {other}"),
     }
