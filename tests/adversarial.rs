@@ -183,6 +183,7 @@ async fn base_files_stay_unchanged() {
     // The mounted base files on the host are read-only to the sandbox. A program may
     // crash trying (Python's embedded file system traps on writes under /usr), but
     // nothing may change.
+    runbox(); // fetches and unpacks the mounts on a fresh machine
     let mounts = common::cache_dir().join("mounts");
     let before = tree_digest(&mounts);
     assert!(!before.is_empty(), "no mounted files to check");
