@@ -83,11 +83,10 @@ PROGRAMS = {
         "s = STDIN.read\nputs \"out #{s.strip.upcase}\"\n$stderr.puts 'err'\nputs (0...10).sum",
         "abc\n",
     ),
-    # php-cgi has no readable stdin in the sandbox; it echoes a constant instead.
     "php-cgi": (
-        "<?php\necho 'out ', strtoupper('abc'), \"\\n\";\nerror_log('err');\n"
-        "echo array_sum(range(0, 9)), \"\\n\";",
-        None,
+        "<?php\n$s = stream_get_contents(STDIN);\necho 'out ', strtoupper(trim($s)), \"\\n\";\n"
+        "fwrite(STDERR, \"err\\n\");\necho array_sum(range(0, 9)), \"\\n\";",
+        "abc\n",
     ),
 }
 

@@ -23,6 +23,14 @@ impl Guest for Adapter {
     fn run(request: RunRequest) -> Result<i32, String> {
         let invocation = plan::invocation(&config::settings(), &request.args)?;
         guest_io::write_files(&request.files)?;
+        for (path, contents) in &invocation.files {
+            guest_io::write_file(path, contents.as_bytes())
+                .map_err(|e| format!("cannot write `{path}`: {e}"))?;
+        }
+        if let Some(path) = &invocation.stdin_file {
+            guest_io::write_file(path, request.stdin.as_deref().unwrap_or_default())
+                .map_err(|e| format!("cannot write the standard input to `{path}`: {e}"))?;
+        }
         guest_io::write_file(&invocation.entry, request.code.as_bytes())
             .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))?;
         guest_io::spawn(process::Command {

@@ -13,6 +13,10 @@
 //!   `language`, `version` and `extension`). An item that is exactly `{args}` becomes the
 //!   program's own arguments. Any other text, braces included, is passed on as written.
 //! - `env` (optional): `"KEY=VALUE"` items, the tool's whole environment.
+//! - `stdin-file` (optional): a file in scratch the request's standard input is also
+//!   written to (empty without stdin), for tools that cannot read their stdin.
+//! - `"file:NAME"` (optional, any number): a file written into scratch before the tool
+//!   starts, with the setting's value as contents (a list is joined with newlines).
 //!
 //! The tool's exit code is the run's exit code.
 //!

@@ -14,6 +14,11 @@ pub struct Invocation {
     pub args: Vec<String>,
     /// The tool's whole environment.
     pub env: Vec<(String, String)>,
+    /// Where the request's stdin is also written as a file (`stdin-file`), for runtimes
+    /// that cannot read their standard input.
+    pub stdin_file: Option<String>,
+    /// Files the settings ask for (`"file:NAME" = "contents"`): absolute path, contents.
+    pub files: Vec<(String, String)>,
 }
 
 /// Works out the invocation for a run with the program arguments `run_args`.
@@ -27,12 +32,36 @@ pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation
         .next()
         .ok_or("setting `argv` is empty; its first item must be the tool's name")?;
     let env = parse_env(values(settings, "env").unwrap_or_default())?;
+    let stdin_file = match values(settings, "stdin-file") {
+        None => None,
+        Some([path]) => Some(absolute(path).map_err(|e| format!("setting `stdin-file`: {e}"))?),
+        Some(_) => return Err("setting `stdin-file` must be one file name, not a list".into()),
+    };
     Ok(Invocation {
         entry,
         program,
         args: argv.collect(),
         env,
+        stdin_file,
+        files: setting_files(settings)?,
     })
+}
+
+/// The files of `"file:NAME"` settings; a list value is joined with newlines.
+fn setting_files(settings: &Settings) -> Result<Vec<(String, String)>, String> {
+    settings
+        .iter()
+        .filter_map(|(key, value)| Some((key.strip_prefix("file:")?, value)))
+        .map(|(name, value)| {
+            let path = absolute(name).map_err(|e| format!("setting `file:{name}`: {e}"))?;
+            Ok((path, value.join("\n")))
+        })
+        .collect()
+}
+
+/// `/` + a checked relative path in scratch.
+fn absolute(path: &str) -> Result<String, String> {
+    Ok(format!("/{}", scratch_path(path)?))
 }
 
 /// All values of the setting `key`, if it is set.
@@ -50,8 +79,7 @@ fn entry_path(settings: &Settings) -> Result<String, String> {
     let [entry] = entry else {
         return Err("setting `entry` must be one file name, not a list".into());
     };
-    let relative = scratch_path(entry).map_err(|e| format!("setting `entry`: {e}"))?;
-    Ok(format!("/{relative}"))
+    absolute(entry).map_err(|e| format!("setting `entry`: {e}"))
 }
 
 /// Checks that `path` stays inside the scratch directory and returns it normalized
@@ -159,6 +187,30 @@ pub fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn stdin_file_and_setting_files() {
+        let s = settings(&[
+            ("entry", &["main.php"]),
+            ("argv", &["php", "{entry}"]),
+            ("stdin-file", &[".stdin"]),
+            ("file:.prelude.php", &["<?php", "echo 1;"]),
+        ]);
+        let inv = invocation(&s, &[]).unwrap();
+        assert_eq!(inv.stdin_file.as_deref(), Some("/.stdin"));
+        assert_eq!(
+            inv.files,
+            vec![("/.prelude.php".to_string(), "<?php\necho 1;".to_string())]
+        );
+        let bad = settings(&[
+            ("entry", &["main.php"]),
+            ("argv", &["php"]),
+            ("file:../escape", &["x"]),
+        ]);
+        assert!(invocation(&bad, &[]).unwrap_err().contains("file:../escape"));
+        let bad = settings(&[("entry", &["m"]), ("argv", &["p"]), ("stdin-file", &["/abs"])]);
+        assert!(invocation(&bad, &[]).unwrap_err().contains("stdin-file"));
+    }
+
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
     }
@@ -195,6 +247,8 @@ mod tests {
                 // Program arguments are passed on as given, never expanded.
                 args: strings(&["-X", "v=3.11.3", "/main.py", "x", "{entry}"]),
                 env: vec![("HOME".into(), "/".into()), ("A".into(), "b=c".into())],
+                stdin_file: None,
+                files: vec![],
             }
         );
     }
