@@ -18,6 +18,7 @@ use crate::manifest::Manifest;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
+use crate::sandbox::bindings::Plugin;
 use crate::sandbox::disk::{DiskBudget, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
 use crate::sandbox::linker::sandbox_linker;
 use crate::sandbox::memory::MemoryBudget;
@@ -191,11 +192,6 @@ impl Runbox {
         &self.limits
     }
 
-    /// The plugin behind a runtime name, for conformance tests.
-    pub fn plugin(&self, name: &str) -> Option<&LoadedPlugin> {
-        self.plugins.get(name).map(|p| p.as_ref())
-    }
-
     /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a
     /// fresh sandbox like any run.
     pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
@@ -207,13 +203,8 @@ impl Runbox {
             Duration::from_secs(10),
             self.limits.memory_bytes,
         );
-        let io = ProgramIo {
-            argv: vec![plugin.spec.name.clone()],
-            ..ProgramIo::default()
-        };
         let call = async {
-            let mut store = new_store(&run, io)?;
-            let instance = plugin.adapter.instantiate_async(&mut store).await?;
+            let (mut store, instance) = instantiate_plugin(&plugin, &run).await?;
             instance
                 .runbox_plugin_runtime()
                 .call_describe(&mut store)
@@ -314,17 +305,26 @@ fn new_scratch() -> Result<tempfile::TempDir, RunError> {
         .map_err(|e| RunError::Host(format!("cannot create a scratch directory: {e}")))
 }
 
-async fn call_plugin(
+/// A fresh instance of the plugin's component in its own store of the run.
+async fn instantiate_plugin(
     plugin: &LoadedPlugin,
     run: &Arc<RunContext>,
-    request: runtime::RunRequest,
-) -> wasmtime::Result<Result<i32, String>> {
+) -> wasmtime::Result<(wasmtime::Store<StoreState>, Plugin)> {
     let io = ProgramIo {
         argv: vec![plugin.spec.name.clone()],
         ..ProgramIo::default()
     };
     let mut store = new_store(run, io)?;
     let instance = plugin.adapter.instantiate_async(&mut store).await?;
+    Ok((store, instance))
+}
+
+async fn call_plugin(
+    plugin: &LoadedPlugin,
+    run: &Arc<RunContext>,
+    request: runtime::RunRequest,
+) -> wasmtime::Result<Result<i32, String>> {
+    let (mut store, instance) = instantiate_plugin(plugin, run).await?;
     instance
         .runbox_plugin_runtime()
         .call_run(&mut store, &request)
