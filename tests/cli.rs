@@ -218,3 +218,15 @@ fn plugins_test_passes_a_good_plugin_and_fails_a_wrong_sample() {
     assert!(report.contains("FAIL  quickjs sample `hello`"), "{report}");
     assert!(report.contains("goodbye"), "{report}");
 }
+
+#[test]
+fn a_missing_plugins_file_is_named_once_with_its_cause() {
+    let out = runbox_cmd()
+        .args(["--plugins", "/no/such/plugins.toml", "runtimes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let err = text(&out.stderr);
+    assert!(err.contains("/no/such/plugins.toml"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

@@ -25,8 +25,20 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::main(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("runbox: error: {e:#}");
+            eprintln!("runbox: error: {}", describe_error(&e));
             ExitCode::from(cli::EXIT_RUNBOX_ERROR)
         }
     }
+}
+
+/// The error and its causes on one line, leaving out a cause its parent already quotes.
+fn describe_error(e: &anyhow::Error) -> String {
+    let mut message = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !message.contains(&cause) {
+            message = format!("{message}: {cause}");
+        }
+    }
+    message
 }
