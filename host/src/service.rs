@@ -128,7 +128,7 @@ pub enum StartError {
 /// Loaded plugins, ready to run.
 pub struct Runbox {
     engine: SandboxEngine,
-    linker: Linker<StoreState>,
+    linker: Arc<Linker<StoreState>>,
     plugins: IndexMap<String, Arc<LoadedPlugin>>,
     limits: LimitSettings,
     slots: Arc<Semaphore>,
@@ -153,7 +153,8 @@ impl Runbox {
             }
         }
         let engine = SandboxEngine::new(&cache.root().join("compiled"))?;
-        let linker = sandbox_linker(engine.engine()).map_err(|e| StartError::Linker(e.into()))?;
+        let linker =
+            Arc::new(sandbox_linker(engine.engine()).map_err(|e| StartError::Linker(e.into()))?);
         let mut plugins = IndexMap::new();
         for (name, spec) in &manifest.plugins {
             if !options.only.is_empty() && !options.only.contains(name) {

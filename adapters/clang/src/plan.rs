@@ -111,17 +111,8 @@ fn placeholder<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command_plan::test_support::{settings, strings};
 
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), strings(v)))
-            .collect()
-    }
 
     fn clang() -> Vec<(String, Vec<String>)> {
         settings(&[

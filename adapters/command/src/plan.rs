@@ -183,8 +183,24 @@ pub fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+/// Building settings in tests (shared with the clang adapter, which includes this file).
+#[cfg(test)]
+pub mod test_support {
+    pub fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    pub fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), strings(v)))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_support::{settings, strings};
     use super::*;
 
     #[test]
@@ -211,16 +227,6 @@ mod tests {
         assert!(invocation(&bad, &[]).unwrap_err().contains("stdin-file"));
     }
 
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), strings(v)))
-            .collect()
-    }
 
     fn python() -> Vec<(String, Vec<String>)> {
         settings(&[

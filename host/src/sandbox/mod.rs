@@ -54,7 +54,7 @@ pub struct Mount {
 /// Everything the stores of one run share.
 pub struct RunContext {
     pub engine: SandboxEngine,
-    pub linker: Linker<StoreState>,
+    pub linker: Arc<Linker<StoreState>>,
     /// Tools the plugin may spawn, by name.
     pub tools: Arc<HashMap<String, Tool>>,
     /// The plugin's settings (`runbox:plugin/config`).

@@ -95,12 +95,15 @@ async fn resolve_program(
     );
     let engine = run.engine.clone();
     let compiled = tokio::task::spawn_blocking(move || {
+        let new = !engine.is_compiled("program", &key);
         let compiled = engine.load_or_compile("program", &key, move || match binary_kind(&bytes) {
             BinaryKind::CoreModule => Ok(componentize(&bytes)?),
             BinaryKind::Component => Ok(bytes),
             BinaryKind::NotWasm => anyhow::bail!("not a WebAssembly module or component"),
         });
-        engine.prune_compiled("program", CACHED_PROGRAMS);
+        if new {
+            engine.prune_compiled("program", CACHED_PROGRAMS);
+        }
         compiled
     })
     .await?;
