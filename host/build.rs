@@ -33,6 +33,7 @@ fn main() {
     let adapters = root.join("adapters");
     let manifest = adapters.join("Cargo.toml");
 
+    emit_locked_version(&root, "wit-component", "RUNBOX_WIT_COMPONENT_VERSION");
     let members = workspace_members(&manifest);
     rerun_if_changed(&root, &members);
     ensure_target_installed();
@@ -91,6 +92,27 @@ fn workspace_members(manifest: &Path) -> Vec<String> {
         manifest.display()
     );
     members
+}
+
+/// Sets the compile-time variable `var` to the versions of `package` in Cargo.lock (all of
+/// them, comma-separated, when several are locked), so the host can key caches on them.
+fn emit_locked_version(root: &Path, package: &str, var: &str) {
+    let lock = root.join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock.display());
+    let text =
+        fs::read_to_string(&lock).unwrap_or_else(|e| panic!("cannot read {}: {e}", lock.display()));
+    let needle = format!("name = \"{package}\"\nversion = \"");
+    let versions: Vec<&str> = text
+        .split(&needle)
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(version, _)| version))
+        .collect();
+    assert!(
+        !versions.is_empty(),
+        "{} has no package {package}",
+        lock.display()
+    );
+    println!("cargo:rustc-env={var}={}", versions.join(","));
 }
 
 /// Tells cargo to run this script again when an adapter's sources or the WIT change.

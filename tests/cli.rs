@@ -230,3 +230,59 @@ fn a_missing_plugins_file_is_named_once_with_its_cause() {
     assert!(err.contains("/no/such/plugins.toml"), "{err}");
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
+
+#[test]
+fn absurd_limits_are_refused_not_panics() {
+    for args in [
+        ["run", "quickjs", "-", "--timeout", "1e20"],
+        ["run", "quickjs", "-", "--timeout", "0"],
+        ["run", "quickjs", "-", "--memory-mb", "18446744073709551615"],
+        ["run", "quickjs", "-", "--memory-mb", "0"],
+        ["run", "quickjs", "-", "--output-bytes", "0"],
+    ] {
+        let out = run_piped(&args, "console.log(1)");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(args[3]),
+            "{args:?} names the flag: {stderr}"
+        );
+    }
+}
+
+/// One span per run, with what an operator needs, on stderr (stdout is the program's).
+#[test]
+fn every_run_is_logged_with_its_outcome() {
+    let mut cmd = runbox_cmd();
+    cmd.env("RUNBOX_LOG", "runbox=info");
+    let mut child = cmd
+        .args(["run", "quickjs", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"console.log('hi')")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(text(&out.stdout), "hi\n");
+    let log = text(&out.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.contains("run finished"))
+        .unwrap_or_else(|| panic!("no run line in {log}"));
+    for field in [
+        "runtime=quickjs",
+        "status=\"completed\"",
+        "duration_ms=",
+        "peak_memory=",
+        "scratch_bytes=",
+    ] {
+        assert!(line.contains(field), "{field} missing from {line}");
+    }
+}

@@ -33,6 +33,23 @@ const PROGRAMS: &[(&str, &str)] = &[
                  (then (call $exit (i32.const 43))))
                (br $l)))"#,
     ),
+    // 10 tables of 2^20 elements: 80 MiB of table elements, past the 64 MiB run cap, so
+    // some growth must be refused (exit 44); all granted is exit 0.
+    ("table-hog", TABLE_HOG),
+    // An allocation refused by the cap, then an unrelated crash: a stack overflow.
+    (
+        "refused-then-overflow",
+        r#"(func $f (call $f))
+           (func (export "_start")
+             (drop (memory.grow (i32.const 60000)))
+             (call $f))"#,
+    ),
+    // An allocation refused by the cap, then the abort it leads to.
+    (
+        "refused-then-abort",
+        r#"(func (export "_start")
+             (if (i32.eq (memory.grow (i32.const 60000)) (i32.const -1)) (then unreachable)))"#,
+    ),
     ("unreachable", r#"(func (export "_start") unreachable)"#),
     (
         "out-of-bounds",
@@ -52,6 +69,26 @@ const PROGRAMS: &[(&str, &str)] = &[
              (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8))))"#,
     ),
 ];
+
+/// 10 tables, each grown by 2^20 elements; exits 44 at the first refusal.
+const TABLE_HOG: &str = concat!(
+    "(table $t0 0 funcref) (table $t1 0 funcref) (table $t2 0 funcref) (table $t3 0 funcref)",
+    "(table $t4 0 funcref) (table $t5 0 funcref) (table $t6 0 funcref) (table $t7 0 funcref)",
+    "(table $t8 0 funcref) (table $t9 0 funcref)",
+    "(func $grow (param $r i32) (if (i32.eq (local.get $r) (i32.const -1))",
+    "  (then (call $exit (i32.const 44)))))",
+    "(func (export \"_start\")",
+    "    (call $grow (table.grow $t0 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t1 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t2 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t3 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t4 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t5 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t6 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t7 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t8 (ref.null func) (i32.const 1048576)))",
+    "    (call $grow (table.grow $t9 (ref.null func) (i32.const 1048576))))",
+);
 
 fn module(body: &str) -> Vec<u8> {
     wat::parse_str(format!(
@@ -145,6 +182,33 @@ async fn engine_limits_and_traps_in_a_local_plugin() {
         "{out:?}"
     );
     assert!(out.duration < Duration::from_secs(5), "{out:?}");
+
+    // Tables count against the memory cap.
+    let out = run(&rb, "table-hog").await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(44)),
+        "{out:?}"
+    );
+
+    // A refusal explains the abort it leads to, not a later, unrelated crash.
+    let out = run(&rb, "refused-then-abort").await;
+    assert_eq!(out.status, RunStatus::Terminated, "{out:?}");
+    assert!(
+        out.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("memory limit"),
+        "{out:?}"
+    );
+    let out = run(&rb, "refused-then-overflow").await;
+    assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
+    let error = out.error.as_deref().unwrap_or_default();
+    assert!(error.contains("stack"), "{out:?}");
+    assert!(
+        error.contains("earlier in the run: memory limit"),
+        "{out:?}"
+    );
 
     // Traps are `crashed`, with the trap named.
     for (name, needle) in [

@@ -401,7 +401,7 @@ async fn one_slot_runbox() -> Arc<Runbox> {
         let options = RunboxOptions {
             max_concurrent: 1,
             only: vec!["python".into(), "quickjs".into()],
-            ..RunboxOptions::default()
+            ..common::options()
         };
         Arc::new(Runbox::load(&manifest, &common::cache(), options, &Progress::hidden()).unwrap())
     })
@@ -740,4 +740,56 @@ fn two_hundred_calls_at_once_are_queued_and_all_answered() {
         "runbox mcp peaked at {peak_mib} MiB for 200 small calls"
     );
     session.hang_up();
+}
+
+/// Past `--max-queued` waiting calls, a call is refused at once with a tool error saying
+/// the server is busy, instead of waiting without bound.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_process_a_full_queue_answers_busy_at_once() {
+    let runbox = tokio::task::spawn_blocking(|| {
+        let manifest = Manifest::builtin().unwrap();
+        let options = RunboxOptions {
+            max_concurrent: 1,
+            max_queued: 1,
+            only: vec!["quickjs".into()],
+            ..common::options()
+        };
+        Arc::new(Runbox::load(&manifest, &common::cache(), options, &Progress::hidden()).unwrap())
+    })
+    .await
+    .unwrap();
+    let client = Arc::new(connect(runbox).await);
+    let slow = || {
+        run_code(
+            json!({"runtime": "quickjs", "code": "os.sleep(3000); console.log('slept')",
+                        "timeout_seconds": 10}),
+        )
+    };
+    let running = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool(slow()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let queued = tokio::spawn({
+        let client = client.clone();
+        async move { client.call_tool(slow()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let refused = client.call_tool(slow()).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let message = text(&refused);
+    assert!(
+        message.contains("busy") && message.contains("1 waiting"),
+        "{message}"
+    );
+    // The admitted calls still run to their end.
+    for call in [running, queued] {
+        assert_eq!(output(&call.await.unwrap().unwrap()).stdout, "slept\n");
+    }
 }

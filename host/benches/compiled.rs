@@ -50,6 +50,7 @@ fn main() {
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {
         only: vec!["clang".into(), "clangpp".into()],
+        compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
         ..RunboxOptions::default()
     };
     let started = Instant::now();

@@ -2,7 +2,6 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -10,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::artifact::{Cache, Progress};
 use crate::conformance::check_plugin;
-use crate::engine::SandboxEngine;
+use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::manifest::Manifest;
 use crate::outcome::RunStatus;
 use crate::plugin::cache_state;
@@ -49,9 +48,25 @@ pub struct GlobalArgs {
     /// Where artifacts and compiled runtimes are cached [default: $XDG_CACHE_HOME/runbox].
     #[arg(long, global = true, env = "RUNBOX_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Where runs keep their scratch directories [default: scratch/ in the cache
+    /// directory]. Stale ones of a killed runbox are removed at start.
+    #[arg(long, global = true, env = "RUNBOX_SCRATCH_DIR", value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
+    /// The compiler of programs a plugin produces (C, C++): cranelift,
+    /// cranelift-unoptimized or winch.
+    #[arg(long, global = true, env = "RUNBOX_PROGRAM_COMPILER", value_name = "NAME",
+          default_value = "cranelift", value_parser = parse_program_compiler)]
+    pub program_compiler: ProgramCompiler,
     /// Show no progress bars.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+}
+
+fn parse_program_compiler(name: &str) -> Result<ProgramCompiler, String> {
+    ProgramCompiler::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = ProgramCompiler::ALL.iter().map(|c| c.name()).collect();
+        format!("`{name}` is not one of {}", names.join(", "))
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +80,15 @@ pub enum Command {
     Plugins(PluginsCommand),
     /// Serve MCP (the `run_code` tool) on stdio, or on streamable HTTP with --http.
     Mcp(crate::mcp::McpArgs),
+    /// (internal) Compile one produced program read from stdin, in a child process the
+    /// server limits: see `sandbox/program.rs`.
+    #[command(name = "__compile-program", hide = true)]
+    CompileProgram {
+        #[arg(long, value_parser = parse_program_compiler)]
+        compiler: ProgramCompiler,
+        #[arg(long)]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -126,7 +150,9 @@ impl GlobalArgs {
     }
 
     /// Loads the runtimes (fetching and compiling what is missing) off the async runtime.
-    pub async fn load(&self, options: RunboxOptions) -> Result<Runbox> {
+    pub async fn load(&self, mut options: RunboxOptions) -> Result<Runbox> {
+        options.scratch_dir = self.scratch_dir.clone();
+        options.program_compiler = self.program_compiler;
         let manifest = self.manifest()?;
         let cache = self.cache()?;
         let progress = self.progress();
@@ -154,15 +180,18 @@ pub async fn main(cli: Cli) -> Result<u8> {
         }
         Command::Plugins(PluginsCommand::Test { names }) => plugins_test(&cli.global, names).await,
         Command::Mcp(args) => crate::mcp::main(&cli.global, args).await.map(|()| 0),
+        Command::CompileProgram { compiler, output } => Ok(u8::try_from(
+            crate::sandbox::program::compile_program_child(compiler, &output),
+        )
+        .unwrap_or(1)),
     }
 }
 
 async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        bail!("--timeout must be a positive number of seconds");
-    }
-    if args.memory_mb == 0 {
-        bail!("--memory-mb must be at least 1");
+    let timeout = crate::mcp::settings::seconds("--timeout", args.timeout)?;
+    let memory_bytes = crate::mcp::settings::memory_bytes("--memory-mb", args.memory_mb)?;
+    if args.output_bytes == 0 {
+        bail!("--output-bytes must be at least 1");
     }
     let code = match args.file.as_deref() {
         None => read_stdin()?,
@@ -176,17 +205,17 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         ),
         None => None,
     };
-    let timeout = Duration::from_secs_f64(args.timeout);
     let options = RunboxOptions {
         limits: LimitSettings {
             default_timeout: timeout,
             max_timeout: timeout,
-            memory_bytes: args.memory_mb << 20,
+            memory_bytes,
             output_bytes: args.output_bytes,
             ..LimitSettings::default()
         },
         max_concurrent: 1,
         only: vec![args.runtime.clone()],
+        ..RunboxOptions::default()
     };
     // Check the name before loading anything, so a typo fails fast and clearly.
     let manifest = global.manifest()?;
@@ -283,7 +312,7 @@ fn read_stdin() -> Result<String> {
 fn runtimes(global: &GlobalArgs) -> Result<()> {
     let manifest = global.manifest()?;
     let cache = global.cache()?;
-    let engine = SandboxEngine::new(&cache.root().join("compiled"))?;
+    let engine = SandboxEngine::new(&cache.root().join("compiled"), ProgramCompiler::default())?;
     println!(
         "{:<10} {:<12} {:<20} {:<8} {:<8}",
         "NAME", "LANGUAGE", "VERSION", "FETCHED", "COMPILED"

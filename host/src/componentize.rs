@@ -19,9 +19,27 @@ pub const EXIT_FIELD: &str = "exit";
 
 const PREVIEW1: &str = "wasi_snapshot_preview1";
 
-/// Bumped whenever the output of [`componentize`] changes for the same input, so that
-/// precompiled caches keyed on it are rebuilt.
-pub const COMPONENTIZE_VERSION: u32 = 1;
+/// A fingerprint of everything besides its input that decides what [`componentize`]
+/// produces: the preview1 adapter's bytes, the WIT, wit-component's version and this
+/// file's own source. Part of every cache key of a componentized module, so changing any
+/// of them recompiles instead of loading a stale component.
+pub fn transform_fingerprint() -> &'static str {
+    static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FINGERPRINT.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [
+            wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
+            WIT.as_bytes(),
+            env!("RUNBOX_WIT_COMPONENT_VERSION").as_bytes(),
+            include_str!("componentize.rs").as_bytes(),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        hex::encode(h.finalize())
+    })
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentizeError {

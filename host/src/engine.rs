@@ -1,13 +1,19 @@
-//! The wasmtime engine every run shares, its epoch ticker, and the cache of
-//! precompiled components.
+//! The wasmtime engines every run shares, their epoch ticker, and loading components
+//! through the compiled cache.
+//!
+//! Two engines: one for plugins and their declared tools (Cranelift, compiled once per
+//! artifact), and one for programs a plugin produces in a run (compiled per program, in a
+//! child process under the run's limits: see `sandbox/program.rs`). Both enable only the
+//! WebAssembly proposals the default plugins need.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, OptLevel, Strategy};
+
+use crate::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
 
 /// How often the epoch advances. A running guest yields to the executor on every tick
 /// and checks its deadline, so this is also the timeout's granularity.
@@ -24,81 +30,194 @@ pub enum EngineError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Cache(#[from] CacheTrustError),
 }
 
-/// The engine plus the directory its compiled components are cached in.
+/// The compiler for programs a plugin produces in a run (the C/C++ case).
+///
+/// Cranelift is the default: measured with `cargo bench --bench program_compiler`, its
+/// code runs CPU-bound C several times faster than Winch's, and the compile it costs is
+/// bounded by the run's deadline and memory either way (it runs in a child process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProgramCompiler {
+    /// Cranelift, optimizing for speed.
+    #[default]
+    Cranelift,
+    /// Cranelift without optimizations.
+    CraneliftUnoptimized,
+    /// Winch, wasmtime's single-pass baseline compiler.
+    Winch,
+}
+
+impl ProgramCompiler {
+    pub const ALL: [ProgramCompiler; 3] = [
+        ProgramCompiler::Cranelift,
+        ProgramCompiler::CraneliftUnoptimized,
+        ProgramCompiler::Winch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProgramCompiler::Cranelift => "cranelift",
+            ProgramCompiler::CraneliftUnoptimized => "cranelift-unoptimized",
+            ProgramCompiler::Winch => "winch",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ProgramCompiler> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// What every engine of runbox has: epoch interruption, components, copy-on-write
+/// memory images, bounded stacks, and none of the proposals no default plugin uses
+/// (threads, GC, memory64, stack switching, async components, …).
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config
+        .epoch_interruption(true)
+        .wasm_component_model(true)
+        // Copy-on-write memory images make instantiating a large interpreter cheap.
+        .memory_init_cow(true)
+        .max_wasm_stack(4 << 20)
+        .async_stack_size(8 << 20)
+        .concurrency_support(false)
+        .wasm_component_model_async(false)
+        .wasm_threads(false)
+        .wasm_shared_everything_threads(false)
+        .wasm_gc(false)
+        .wasm_function_references(false)
+        .wasm_memory64(false)
+        .wasm_stack_switching(false)
+        .wasm_wide_arithmetic(false)
+        .wasm_custom_page_sizes(false);
+    config
+}
+
+/// Plugins and their tools. Exception handling stays on: CPython 3.15 is built with
+/// wasm exceptions.
+fn plugin_config() -> Config {
+    let mut config = base_config();
+    config.wasm_exceptions(true);
+    config
+}
+
+/// Programs produced in a run. Also used by the compiling child process, so that what
+/// it writes loads in the parent (wasmtime checks the configuration when loading).
+pub fn program_config(compiler: ProgramCompiler) -> Config {
+    let mut config = base_config();
+    config
+        .wasm_exceptions(false)
+        .gc_support(false)
+        // One core per compile: concurrent compiles are bounded server-wide instead.
+        .parallel_compilation(false);
+    match compiler {
+        ProgramCompiler::Cranelift => {
+            config.strategy(Strategy::Cranelift);
+        }
+        ProgramCompiler::CraneliftUnoptimized => {
+            config
+                .strategy(Strategy::Cranelift)
+                .cranelift_opt_level(OptLevel::None);
+        }
+        ProgramCompiler::Winch => {
+            config
+                .strategy(Strategy::Winch)
+                .wasm_relaxed_simd(false)
+                .wasm_tail_call(false);
+        }
+    }
+    config
+}
+
+/// The engines plus the cache their compiled components are kept in.
 #[derive(Clone)]
 pub struct SandboxEngine {
     engine: Engine,
-    compiled_dir: PathBuf,
+    programs: Engine,
+    program_compiler: ProgramCompiler,
+    cache: CompiledCache,
 }
 
 impl SandboxEngine {
-    /// An engine for sandboxed runs; compiled components are cached under `compiled_dir`.
-    pub fn new(compiled_dir: &Path) -> Result<SandboxEngine, EngineError> {
-        let mut config = Config::new();
-        config
-            .epoch_interruption(true)
-            .wasm_component_model(true)
-            // Copy-on-write memory images make instantiating a large interpreter cheap.
-            .memory_init_cow(true)
-            .max_wasm_stack(4 << 20)
-            .async_stack_size(8 << 20);
-        let engine = Engine::new(&config).map_err(|e| EngineError::Config(e.into()))?;
+    /// Engines for sandboxed runs; compiled components are cached under `compiled_dir`
+    /// (created private; refused when others can write it).
+    pub fn new(
+        compiled_dir: &Path,
+        program_compiler: ProgramCompiler,
+    ) -> Result<SandboxEngine, EngineError> {
+        let cache = CompiledCache::open(compiled_dir)?;
+        let engine = Engine::new(&plugin_config()).map_err(|e| EngineError::Config(e.into()))?;
+        let programs = Engine::new(&program_config(program_compiler))
+            .map_err(|e| EngineError::Config(e.into()))?;
         start_epoch_ticker(&engine);
+        start_epoch_ticker(&programs);
         Ok(SandboxEngine {
             engine,
-            compiled_dir: compiled_dir.to_path_buf(),
+            programs,
+            program_compiler,
+            cache,
         })
     }
 
+    /// The engine of plugins and their declared tools.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    /// Where the compiled form of a component with this `key` lives. The key must
-    /// identify the component's bytes; the engine's own settings and version are
-    /// added here.
-    pub fn compiled_path(&self, name: &str, key: &str) -> PathBuf {
-        let mut h = Sha256::new();
-        h.update(key.as_bytes());
-        h.update(env!("CARGO_PKG_VERSION").as_bytes());
-        let mut hasher = DigestHasher(&mut h);
-        std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut hasher);
-        let digest = hex::encode(h.finalize());
-        let safe: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.compiled_dir
-            .join(format!("{safe}-{}.cwasm", &digest[..32]))
+    /// The engine of programs produced in a run.
+    pub fn programs(&self) -> &Engine {
+        &self.programs
+    }
+
+    pub fn program_compiler(&self) -> ProgramCompiler {
+        self.program_compiler
+    }
+
+    pub fn cache(&self) -> &CompiledCache {
+        &self.cache
+    }
+
+    /// The engine files of `kind` are compiled for.
+    fn engine_for(&self, kind: CompiledKind) -> &Engine {
+        match kind {
+            CompiledKind::Program => &self.programs,
+            _ => &self.engine,
+        }
+    }
+
+    /// Where the compiled form of `key` lives (see [`CompiledCache::path`]).
+    pub fn compiled_path(&self, kind: CompiledKind, name: &str, key: &str) -> PathBuf {
+        self.cache.path(kind, name, key, self.engine_for(kind))
     }
 
     /// True when a compiled form for `key` is cached.
-    pub fn is_compiled(&self, name: &str, key: &str) -> bool {
-        self.compiled_path(name, key).is_file()
+    pub fn is_compiled(&self, kind: CompiledKind, name: &str, key: &str) -> bool {
+        self.compiled_path(kind, name, key).is_file()
+    }
+
+    /// Loads the compiled file at `path` (written by runbox for this engine).
+    pub fn load_compiled(&self, kind: CompiledKind, path: &Path) -> wasmtime::Result<Component> {
+        // SAFETY: the file was written by `precompile_component` of an engine with the
+        // same configuration (wasmtime checks it, and its hash is part of the file name)
+        // into a cache directory only this user can write (checked at open).
+        unsafe { Component::deserialize_file(self.engine_for(kind), path) }
     }
 
     /// Loads the component cached under `key`, or builds it with `make_component`,
-    /// compiles it and caches the result. `name` is for messages and file names.
+    /// compiles it in this process and caches the result. For plugins and tools, whose
+    /// inputs are pinned by plugins.toml; `name` is for messages and file names.
     pub fn load_or_compile(
         &self,
+        kind: CompiledKind,
         name: &str,
         key: &str,
         make_component: impl FnOnce() -> anyhow::Result<Vec<u8>>,
     ) -> Result<Component, EngineError> {
-        let path = self.compiled_path(name, key);
+        let path = self.compiled_path(kind, name, key);
         if path.is_file() {
-            // SAFETY: the file was written by `precompile_component` of an engine with
-            // the same compatibility hash (it is part of the file name), into a cache
-            // directory only runbox writes.
-            match unsafe { Component::deserialize_file(&self.engine, &path) } {
+            match self.load_compiled(kind, &path) {
                 Ok(c) => return Ok(c),
                 Err(e) => tracing::warn!(
                     "recompiling {name}: cached {} unusable: {e:#}",
@@ -112,66 +231,28 @@ impl SandboxEngine {
         };
         let bytes = make_component().map_err(compile_err)?;
         let compiled = self
-            .engine
+            .engine_for(kind)
             .precompile_component(&bytes)
             .map_err(|e| compile_err(e.into()))?;
+        self.cache.ensure_dir(kind)?;
         write_atomically(&path, &compiled)?;
-        // SAFETY: as above; the file was just written by this engine.
-        unsafe { Component::deserialize_file(&self.engine, &path) }
+        self.load_compiled(kind, &path)
             .map_err(|e| compile_err(e.into()))
     }
 }
 
-impl SandboxEngine {
-    /// Deletes the oldest compiled files cached under `name` beyond the newest `keep`,
-    /// so caches of ever-new inputs (programs compiled in a run) stay bounded.
-    pub fn prune_compiled(&self, name: &str, keep: usize) {
-        let prefix = format!("{name}-");
-        let Ok(entries) = std::fs::read_dir(&self.compiled_dir) else {
-            return;
-        };
-        let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
-            .filter_map(Result::ok)
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with(&prefix) && n.ends_with(".cwasm")
-            })
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .collect();
-        if files.len() <= keep {
-            return;
-        }
-        files.sort();
-        for (_, path) in &files[..files.len() - keep] {
-            // Another process may have removed it first; nothing to do then.
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+/// Writes `bytes` to `path` through a temporary file in the same directory, so the final
+/// name only ever holds complete content.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
     let err = |source| EngineError::CacheWrite {
         path: path.to_path_buf(),
         source,
     };
     let dir = path.parent().expect("cache files live in a directory");
-    std::fs::create_dir_all(dir).map_err(err)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
     std::io::Write::write_all(&mut tmp, bytes).map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
-}
-
-/// Feeds `std::hash::Hash` output into a sha256.
-struct DigestHasher<'a>(&'a mut Sha256);
-
-impl std::hash::Hasher for DigestHasher<'_> {
-    fn finish(&self) -> u64 {
-        0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
 }
 
 /// One ticker thread per process advances the epoch of every engine it was given.
@@ -207,30 +288,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prune_keeps_the_newest_files_of_one_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = SandboxEngine::new(dir.path()).unwrap();
-        for i in 0..5 {
-            let path = dir.path().join(format!("program-{i}.cwasm"));
-            std::fs::write(&path, b"x").unwrap();
-            let t = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1000 + i);
-            std::fs::File::options()
-                .write(true)
-                .open(&path)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+    fn every_program_compiler_makes_an_engine() {
+        for compiler in ProgramCompiler::ALL {
+            Engine::new(&program_config(compiler))
+                .unwrap_or_else(|e| panic!("{}: {e}", compiler.name()));
+            assert_eq!(ProgramCompiler::from_name(compiler.name()), Some(compiler));
         }
-        std::fs::write(dir.path().join("python-x.cwasm"), b"x").unwrap();
-        engine.prune_compiled("program", 2);
-        let mut left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert_eq!(
-            left,
-            ["program-3.cwasm", "program-4.cwasm", "python-x.cwasm"]
-        );
+        Engine::new(&plugin_config()).unwrap();
+    }
+
+    /// Proposals no default plugin needs are refused at validation.
+    #[test]
+    fn unused_proposals_are_off() {
+        let engine = Engine::new(&plugin_config()).unwrap();
+        for (what, wat) in [
+            ("threads", "(module (memory 1 1 shared))"),
+            ("memory64", "(module (memory i64 1))"),
+            ("gc", "(module (type (struct (field i32))))"),
+        ] {
+            let bytes = wat::parse_str(wat).unwrap();
+            assert!(
+                wasmtime::Module::new(&engine, &bytes).is_err(),
+                "{what} is accepted"
+            );
+        }
+        // Exception handling is on (CPython 3.15 needs it).
+        let eh = wat::parse_str("(module (tag $t) (func (throw $t)))").unwrap();
+        wasmtime::Module::new(&engine, &eh).unwrap();
     }
 }

@@ -7,6 +7,7 @@
 pub mod adapters;
 pub mod artifact;
 pub mod cli;
+pub mod compiled_cache;
 pub mod componentize;
 pub mod conformance;
 pub mod engine;
@@ -14,5 +15,8 @@ pub mod manifest;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
+pub mod run_thread;
 pub mod sandbox;
+pub mod scratch;
+pub mod server_bounds;
 pub mod service;

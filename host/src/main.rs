@@ -15,6 +15,11 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    // The compiling child needs no async runtime; start it at once.
+    if let cli::Command::CompileProgram { compiler, output } = &cli.command {
+        let code = runbox::sandbox::program::compile_program_child(*compiler, output);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -22,7 +27,11 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::EXIT_RUNBOX_ERROR);
         }
     };
-    match runtime.block_on(cli::main(cli)) {
+    let result = runtime.block_on(cli::main(cli));
+    // Runs still winding down on their own threads (cancelled, their compile children
+    // killed) must not hold up the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("runbox: error: {}", describe_error(&e));

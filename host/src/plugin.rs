@@ -10,7 +10,8 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::artifact::{ArtifactError, Cache, Progress};
-use crate::componentize::{binary_kind, componentize, BinaryKind, COMPONENTIZE_VERSION};
+use crate::compiled_cache::CompiledKind;
+use crate::componentize::{binary_kind, componentize, transform_fingerprint, BinaryKind};
 use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, PluginSpec};
 use crate::sandbox::bindings::PluginPre;
@@ -43,12 +44,10 @@ pub struct CacheState {
     pub compiled: bool,
 }
 
-/// Cache key of a componentized preview1 tool.
+/// Cache key of a componentized preview1 tool: the artifact's bytes (pinned by sha256)
+/// and everything else that decides the component.
 fn tool_key(artifact: &ArtifactSpec) -> String {
-    format!(
-        "tool:{}:{COMPONENTIZE_VERSION}:adapter-48.0.8",
-        artifact.sha256
-    )
+    format!("tool:{}:{}", artifact.sha256, transform_fingerprint())
 }
 
 /// The name a compiled tool is cached under: its artifact's file name, so runtimes that
@@ -73,10 +72,13 @@ pub fn cache_state(spec: &PluginSpec, cache: &Cache, engine: &SandboxEngine) -> 
     }
     let fetched = artifacts.iter().all(|a| cache.is_cached(a))
         && spec.mounts.iter().all(|m| cache.is_mount_ready(&m.archive));
-    let compiled = spec
-        .tools
-        .values()
-        .all(|t| engine.is_compiled(&tool_label(&t.artifact), &tool_key(&t.artifact)));
+    let compiled = spec.tools.values().all(|t| {
+        engine.is_compiled(
+            CompiledKind::Tool,
+            &tool_label(&t.artifact),
+            &tool_key(&t.artifact),
+        )
+    });
     CacheState { fetched, compiled }
 }
 
@@ -85,7 +87,8 @@ pub fn load_plugin(
     spec: &PluginSpec,
     cache: &Cache,
     engine: &SandboxEngine,
-    linker: &Linker<StoreState>,
+    plugin_linker: &Linker<StoreState>,
+    tool_linker: &Linker<StoreState>,
     progress: &Progress,
 ) -> Result<LoadedPlugin, PluginError> {
     let invalid = |message: String| PluginError::Invalid {
@@ -111,10 +114,9 @@ pub fn load_plugin(
         ));
     }
     let key = adapter_key(&adapter_bytes);
-    let component = engine.load_or_compile(&format!("{}-adapter", spec.name), &key, || {
-        Ok(adapter_bytes)
-    })?;
-    let adapter = linker
+    let component =
+        engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || Ok(adapter_bytes))?;
+    let adapter = plugin_linker
         .instantiate_pre(&component)
         .and_then(PluginPre::new)
         .map_err(|e| invalid(format!("the adapter cannot run in the sandbox: {e:#}")))?;
@@ -124,13 +126,13 @@ pub fn load_plugin(
         let path = cache.fetch(&tool.artifact, progress)?;
         let key = tool_key(&tool.artifact);
         let label = tool_label(&tool.artifact);
-        let step = (!engine.is_compiled(&label, &key)).then(|| {
+        let step = (!engine.is_compiled(CompiledKind::Tool, &label, &key)).then(|| {
             progress.step(format!(
                 "compiling {} tool `{name}` (first run only)…",
                 spec.name
             ))
         });
-        let component = engine.load_or_compile(&label, &key, || {
+        let component = engine.load_or_compile(CompiledKind::Tool, &label, &key, || {
             let module = std::fs::read(&path)?;
             Ok(match binary_kind(&module) {
                 BinaryKind::CoreModule => componentize(&module)?,
@@ -141,7 +143,7 @@ pub fn load_plugin(
         if let Some(step) = step {
             step.done(format!("compiled {} tool `{name}`", spec.name));
         }
-        let pre = linker
+        let pre = tool_linker
             .instantiate_pre(&component)
             .and_then(CommandPre::new)
             .map_err(|e| invalid(format!("tool `{name}` cannot run in the sandbox: {e:#}")))?;

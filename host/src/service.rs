@@ -1,30 +1,38 @@
 //! The facade the CLI and the MCP server use: load the plugins once, then run requests.
 //!
-//! A request flows: [`Runbox::run`] → a fresh scratch directory and [`RunContext`] →
-//! the plugin's `run` export in its own store → the plugin's `process.spawn` calls
-//! (`sandbox/process.rs`) → [`classify`] turns how it ended into a [`RunOutcome`].
+//! A request flows: [`Runbox::run`] → admission (queue and server memory,
+//! `server_bounds.rs`) → a run slot → a thread of its own (`run_thread.rs`) with a fresh
+//! scratch directory and [`RunContext`] → the plugin's `run` export in its own store →
+//! the plugin's `process.spawn` calls (`sandbox/process.rs`) → [`classify`] turns how it
+//! ended into a [`RunOutcome`].
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use wasmtime::component::Linker;
+use tracing::Instrument;
 
 use crate::artifact::{Cache, Progress};
-use crate::engine::SandboxEngine;
+use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::manifest::Manifest;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
+use crate::run_thread;
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
-use crate::sandbox::bindings::Plugin;
 use crate::sandbox::disk::{DiskBudget, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
-use crate::sandbox::linker::sandbox_linker;
+use crate::sandbox::linker::{plugin_linker, tool_linker};
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::{OutputCapture, OutputLimitExceeded};
-use crate::sandbox::store::{new_store, ProgramIo, StoreState};
+use crate::sandbox::program::{CompileLimitExceeded, ProgramCompiles};
+use crate::sandbox::store::{new_store, ProgramIo, StoreState, MAX_RESOURCES_PER_STORE};
 use crate::sandbox::RunContext;
+use crate::scratch::{RunDir, ScratchError, ScratchRoot};
+use crate::server_bounds::{
+    default_server_memory, raise_descriptor_limit, Admission, Busy, DEFAULT_MAX_QUEUED,
+};
 
 /// One program to run, as a client asks for it.
 #[derive(Debug, Clone, Default)]
@@ -91,6 +99,9 @@ pub enum RunError {
     /// The host could not set the run up (disk full, broken plugin); not the caller's fault.
     #[error("runbox could not run the program: {0}")]
     Host(String),
+    /// The queue or the server's memory is full; the call was not started.
+    #[error(transparent)]
+    Busy(Busy),
 }
 
 /// How to start a [`Runbox`].
@@ -99,15 +110,34 @@ pub struct RunboxOptions {
     pub limits: LimitSettings,
     /// Runs at once; more wait for a slot.
     pub max_concurrent: usize,
+    /// Calls that may wait for a slot; more are refused at once as busy.
+    pub max_queued: usize,
+    /// Memory all runs and waiting calls together may hold.
+    pub server_memory_bytes: u64,
+    /// Produced programs compiled at once, server-wide.
+    pub max_compiles: usize,
+    /// The compiler of produced programs.
+    pub program_compiler: ProgramCompiler,
+    /// The runbox executable that compiles produced programs (default: this executable).
+    pub compiler_exe: Option<PathBuf>,
+    /// Where runs' scratch directories live (default: `scratch/` in the cache directory).
+    pub scratch_dir: Option<PathBuf>,
     /// Only these runtimes (all when empty).
     pub only: Vec<String>,
 }
 
 impl Default for RunboxOptions {
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         RunboxOptions {
             limits: LimitSettings::default(),
             max_concurrent: 8,
+            max_queued: DEFAULT_MAX_QUEUED,
+            server_memory_bytes: default_server_memory(),
+            max_compiles: cores.div_ceil(2),
+            program_compiler: ProgramCompiler::default(),
+            compiler_exe: None,
+            scratch_dir: None,
             only: Vec::new(),
         }
     }
@@ -123,16 +153,27 @@ pub enum StartError {
     Linker(anyhow::Error),
     #[error("unknown runtime `{name}` in the runtime selection; plugins file has: {}", valid.join(", "))]
     UnknownSelection { name: String, valid: Vec<String> },
+    #[error(transparent)]
+    Scratch(#[from] ScratchError),
+    #[error("cannot find the runbox executable (to compile produced programs): {0}")]
+    Executable(std::io::Error),
 }
 
 /// Loaded plugins, ready to run.
 pub struct Runbox {
     engine: SandboxEngine,
-    linker: Arc<Linker<StoreState>>,
     plugins: IndexMap<String, Arc<LoadedPlugin>>,
     limits: LimitSettings,
-    slots: Arc<Semaphore>,
+    admission: Admission,
+    programs: Arc<ProgramCompiles>,
+    scratch: Arc<ScratchRoot>,
 }
+
+/// How long after a run's deadline the server stops waiting for its thread (stuck in a
+/// slow syscall) and answers with what it has.
+const DEADLINE_BACKSTOP: Duration = Duration::from_secs(1);
+/// How long a cancelled run's thread gets to wind down before the server answers.
+const CANCEL_GRACE: Duration = Duration::from_millis(200);
 
 impl Runbox {
     /// Fetches what is missing, compiles what is not cached, and prepares every plugin.
@@ -152,23 +193,50 @@ impl Runbox {
                 });
             }
         }
-        let engine = SandboxEngine::new(&cache.root().join("compiled"))?;
-        let linker =
-            Arc::new(sandbox_linker(engine.engine()).map_err(|e| StartError::Linker(e.into()))?);
+        let descriptors = raise_descriptor_limit();
+        // A run holds two stores at most (the plugin and one child).
+        let needed = (options.max_concurrent as u64) * 2 * MAX_RESOURCES_PER_STORE as u64;
+        if descriptors < needed {
+            tracing::warn!(
+                "the open-file limit is {descriptors}; {} concurrent runs may need up to {needed}",
+                options.max_concurrent
+            );
+        }
+        let engine = SandboxEngine::new(&cache.root().join("compiled"), options.program_compiler)?;
+        let linker_err = |e: wasmtime::Error| StartError::Linker(e.into());
+        let plugin_linker = plugin_linker(engine.engine()).map_err(linker_err)?;
+        let tool_linker = tool_linker(engine.engine()).map_err(linker_err)?;
         let mut plugins = IndexMap::new();
         for (name, spec) in &manifest.plugins {
             if !options.only.is_empty() && !options.only.contains(name) {
                 continue;
             }
-            let plugin = load_plugin(spec, cache, &engine, &linker, progress)?;
+            let plugin = load_plugin(spec, cache, &engine, &plugin_linker, &tool_linker, progress)?;
             plugins.insert(name.clone(), Arc::new(plugin));
         }
+        let compiler_exe = match options.compiler_exe {
+            Some(exe) => exe,
+            None => std::env::current_exe().map_err(StartError::Executable)?,
+        };
+        let programs = Arc::new(ProgramCompiles {
+            linker: tool_linker_for_programs(&engine)?,
+            slots: Arc::new(Semaphore::new(options.max_compiles.max(1))),
+            compiler_exe,
+        });
+        let scratch_dir = options
+            .scratch_dir
+            .unwrap_or_else(|| cache.root().join("scratch"));
         Ok(Runbox {
             engine,
-            linker,
             plugins,
             limits: options.limits,
-            slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
+            admission: Admission::new(
+                options.max_concurrent,
+                options.max_queued,
+                options.server_memory_bytes,
+            ),
+            programs,
+            scratch: Arc::new(ScratchRoot::open(&scratch_dir)?),
         })
     }
 
@@ -193,26 +261,39 @@ impl Runbox {
         &self.limits
     }
 
+    /// Where this server keeps its runs' scratch directories.
+    pub fn scratch_root(&self) -> &std::path::Path {
+        self.scratch.path()
+    }
+
     /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a
-    /// fresh sandbox like any run.
+    /// fresh sandbox like any run: in a run slot, under the default deadline.
     pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
         let plugin = self.plugin_arc(runtime)?;
-        let scratch = new_scratch()?;
-        let run = self.run_context(
-            &plugin,
-            scratch.path(),
-            Duration::from_secs(10),
-            self.limits.memory_bytes,
-        );
-        let call = async {
-            let (mut store, instance) = instantiate_plugin(&plugin, &run).await?;
-            instance
-                .runbox_plugin_runtime()
-                .call_describe(&mut store)
-                .await
-        };
-        call.await
-            .map_err(|e| RunError::Host(format!("`{runtime}`: describe failed: {e}")))
+        let limits = self.run_limits(&LimitOverrides::default())?;
+        let cancel = CancellationToken::new();
+        let mut ticket = self
+            .admission
+            .admit(4 * self.limits.output_bytes)
+            .map_err(RunError::Busy)?;
+        let slot = self
+            .admission
+            .slot(&mut ticket, &cancel)
+            .await
+            .expect("never cancelled");
+        let (ended, run) = self
+            .call_in_sandbox(&plugin, limits, PluginCall::Describe, cancel, slot)
+            .await?;
+        match ended {
+            Ended::Returned(Ok(PluginReturn::Info(info))) => Ok(info),
+            other => {
+                let outcome = classify(other, &run, limits.timeout, Duration::ZERO);
+                Err(RunError::Host(format!(
+                    "`{runtime}`: describe failed: {}",
+                    outcome.error.unwrap_or_else(|| "no answer".into())
+                )))
+            }
+        }
     }
 
     fn plugin_arc(&self, runtime: &str) -> Result<Arc<LoadedPlugin>, RunError> {
@@ -225,28 +306,26 @@ impl Runbox {
             })
     }
 
-    fn run_context(
-        &self,
-        plugin: &LoadedPlugin,
-        scratch: &std::path::Path,
-        timeout: Duration,
-        memory: u64,
-    ) -> Arc<RunContext> {
-        Arc::new(RunContext {
-            engine: self.engine.clone(),
-            linker: self.linker.clone(),
-            tools: plugin.tools.clone(),
-            settings: plugin.settings.clone(),
-            scratch: scratch.to_path_buf(),
-            mounts: plugin.mounts.clone(),
-            output: OutputCapture::new(self.limits.output_bytes),
-            memory: MemoryBudget::new(usize::try_from(memory).unwrap_or(usize::MAX)),
-            disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
-            deadline: Instant::now() + timeout,
+    /// The limits of one run: the request's, within the server's.
+    fn run_limits(&self, overrides: &LimitOverrides) -> Result<RunLimits, RunError> {
+        let timeout = overrides.timeout.unwrap_or(self.limits.default_timeout);
+        if timeout.is_zero() {
+            return Err(RunError::InvalidRequest(
+                "timeout must be greater than zero".into(),
+            ));
+        }
+        let memory = overrides
+            .memory_bytes
+            .unwrap_or(self.limits.memory_bytes)
+            .min(self.limits.memory_bytes);
+        Ok(RunLimits {
+            timeout: timeout.min(self.limits.max_timeout),
+            memory_bytes: usize::try_from(memory).unwrap_or(usize::MAX),
         })
     }
 
-    /// Runs one program. Waits for a free slot when `max_concurrent` runs are under way.
+    /// Runs one program. Waits for a free slot when `max_concurrent` runs are under way;
+    /// refused at once as busy when the queue or the server's memory is full.
     /// Cancelling `cancel` ends the run with status `terminated`.
     pub async fn run(
         &self,
@@ -254,87 +333,174 @@ impl Runbox {
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let plugin = self.plugin_arc(&request.runtime)?;
-        let timeout = request
-            .limits
-            .timeout
-            .unwrap_or(self.limits.default_timeout);
-        if timeout.is_zero() {
-            return Err(RunError::InvalidRequest(
-                "timeout must be greater than zero".into(),
-            ));
-        }
-        let timeout = timeout.min(self.limits.max_timeout);
-        let memory = request
-            .limits
-            .memory_bytes
-            .unwrap_or(self.limits.memory_bytes);
-        let _slot = tokio::select! {
-            slot = self.slots.clone().acquire_owned() => slot.expect("semaphore never closed"),
-            _ = cancel.cancelled() => return Ok(cancelled_before_start()),
+        let limits = self.run_limits(&request.limits)?;
+        let payload = request.code.len()
+            + request.stdin.as_ref().map_or(0, Vec::len)
+            + request.args.iter().map(String::len).sum::<usize>();
+        // Output is kept per stream, and again interleaved.
+        let output = 4 * self.limits.output_bytes;
+        let mut ticket = self
+            .admission
+            .admit(payload.saturating_add(output))
+            .map_err(RunError::Busy)?;
+        let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
+            return Ok(cancelled_before_start());
         };
-        let scratch = new_scratch()?;
         let started = Instant::now();
-        let run = self.run_context(&plugin, scratch.path(), timeout, memory);
-        let wasm_request = runtime::RunRequest {
+        let span = tracing::info_span!(
+            "run",
+            runtime = %request.runtime,
+            session = tracing::field::Empty,
+            status = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+            peak_memory = tracing::field::Empty,
+            scratch_bytes = tracing::field::Empty,
+        );
+        let call = PluginCall::Run(runtime::RunRequest {
             code: request.code,
             args: request.args,
             stdin: request.stdin,
             files: Vec::new(),
-        };
-        let call = call_plugin(&plugin, &run, wasm_request);
-        // The epoch callback stops running guests at the deadline; this backstop also
-        // ends runs waiting in the host (a sleep, a blocked read) shortly after it.
-        let ended = tokio::select! {
-            r = tokio::time::timeout(timeout + Duration::from_millis(20), call) => match r {
-                Ok(r) => Ended::Returned(r),
-                Err(_) => Ended::Deadline,
-            },
-            _ = cancel.cancelled() => Ended::Cancelled,
-        };
-        let duration = started.elapsed();
-        let outcome = classify(ended, &run, timeout, duration);
-        drop(scratch);
+        });
+        let (ended, run) = self
+            .call_in_sandbox(&plugin, limits, call, cancel, slot)
+            .instrument(span.clone())
+            .await?;
+        let outcome = classify(ended, &run, limits.timeout, started.elapsed());
+        if outcome.status != RunStatus::Completed {
+            run.forget_new_programs();
+        }
+        span.record("status", outcome.status.as_str());
+        span.record("duration_ms", outcome.duration.as_millis() as u64);
+        span.record("peak_memory", run.memory.peak() as u64);
+        span.record("scratch_bytes", run.disk.bytes_used());
+        span.in_scope(|| tracing::info!("run finished"));
         Ok(outcome)
+    }
+
+    fn run_context(
+        &self,
+        plugin: &LoadedPlugin,
+        limits: RunLimits,
+        cancel: CancellationToken,
+    ) -> Arc<RunContext> {
+        Arc::new(RunContext {
+            engine: self.engine.clone(),
+            programs: self.programs.clone(),
+            tools: plugin.tools.clone(),
+            settings: plugin.settings.clone(),
+            scratch: self.scratch.next_run_dir(),
+            mounts: plugin.mounts.clone(),
+            output: OutputCapture::new(self.limits.output_bytes),
+            memory: MemoryBudget::with_parent(
+                limits.memory_bytes,
+                Some(self.admission.memory().clone()),
+            ),
+            disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
+            deadline: Instant::now() + limits.timeout,
+            cancel,
+            new_programs: Default::default(),
+        })
+    }
+
+    /// Calls the plugin in a fresh sandbox on a thread of its own, holding `slot` until
+    /// that thread is done. Answers by the deadline (plus a backstop for a thread stuck
+    /// in a syscall) or shortly after `cancel`, whatever the thread is doing.
+    async fn call_in_sandbox(
+        &self,
+        plugin: &Arc<LoadedPlugin>,
+        limits: RunLimits,
+        call: PluginCall,
+        cancel: CancellationToken,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<(Ended, Arc<RunContext>), RunError> {
+        let run = self.run_context(plugin, limits, cancel.clone());
+        let thread = {
+            let (plugin, run) = (plugin.clone(), run.clone());
+            run_thread::on_own_thread(move || async move {
+                let _slot = slot;
+                let _dir = RunDir::create(&run.scratch).map_err(|e| {
+                    RunError::Host(format!("cannot create a scratch directory: {e}"))
+                })?;
+                // The epoch callback stops running guests at the deadline; this also
+                // ends runs waiting in the host (a sleep, a blocked read) shortly after.
+                let deadline = tokio::time::Instant::from_std(run.deadline);
+                let ended = tokio::select! {
+                    r = call_plugin(&plugin, &run, call) => Ended::Returned(r),
+                    _ = tokio::time::sleep_until(deadline + Duration::from_millis(20)) => Ended::Deadline,
+                    _ = run.cancel.cancelled() => Ended::Cancelled,
+                };
+                Ok(ended)
+            })
+        };
+        tokio::pin!(thread);
+        let backstop = tokio::time::Instant::from_std(run.deadline) + DEADLINE_BACKSTOP;
+        let joined = tokio::select! {
+            joined = &mut thread => Some(joined),
+            _ = tokio::time::sleep_until(backstop) => None,
+            _ = cancel.cancelled() => tokio::time::timeout(CANCEL_GRACE, &mut thread).await.ok(),
+        };
+        let ended = match joined {
+            Some(Ok(ended)) => ended?,
+            Some(Err(e)) => return Err(RunError::Host(format!("the run's thread failed: {e}"))),
+            // The thread is stuck in a syscall; it ends (and frees its slot) on its own.
+            None if cancel.is_cancelled() => Ended::Cancelled,
+            None => Ended::Deadline,
+        };
+        Ok((ended, run))
     }
 }
 
-/// A fresh, empty scratch directory; removed when dropped.
-fn new_scratch() -> Result<tempfile::TempDir, RunError> {
-    tempfile::Builder::new()
-        .prefix("runbox-run-")
-        .tempdir()
-        .map_err(|e| RunError::Host(format!("cannot create a scratch directory: {e}")))
+/// One run's limits, resolved against the server's.
+#[derive(Debug, Clone, Copy)]
+struct RunLimits {
+    timeout: Duration,
+    memory_bytes: usize,
 }
 
-/// A fresh instance of the plugin's component in its own store of the run.
-async fn instantiate_plugin(
+/// The plugin link and tool world for programs: the tool linker on the program engine.
+fn tool_linker_for_programs(
+    engine: &SandboxEngine,
+) -> Result<wasmtime::component::Linker<StoreState>, StartError> {
+    tool_linker(engine.programs()).map_err(|e| StartError::Linker(e.into()))
+}
+
+/// What the host asks of a plugin.
+enum PluginCall {
+    Describe,
+    Run(runtime::RunRequest),
+}
+
+/// What the plugin answered.
+enum PluginReturn {
+    Info(runtime::Info),
+    Exit(Result<i32, String>),
+}
+
+/// A fresh instance of the plugin's component in its own store of the run, called once.
+async fn call_plugin(
     plugin: &LoadedPlugin,
     run: &Arc<RunContext>,
-) -> wasmtime::Result<(wasmtime::Store<StoreState>, Plugin)> {
+    call: PluginCall,
+) -> wasmtime::Result<PluginReturn> {
     let io = ProgramIo {
         argv: vec![plugin.spec.name.clone()],
         ..ProgramIo::default()
     };
-    let mut store = new_store(run, io)?;
+    let mut store = new_store(run, io, run.engine.engine())?;
     let instance = plugin.adapter.instantiate_async(&mut store).await?;
-    Ok((store, instance))
-}
-
-async fn call_plugin(
-    plugin: &LoadedPlugin,
-    run: &Arc<RunContext>,
-    request: runtime::RunRequest,
-) -> wasmtime::Result<Result<i32, String>> {
-    let (mut store, instance) = instantiate_plugin(plugin, run).await?;
-    instance
-        .runbox_plugin_runtime()
-        .call_run(&mut store, &request)
-        .await
+    let runtime = instance.runbox_plugin_runtime();
+    Ok(match call {
+        PluginCall::Describe => PluginReturn::Info(runtime.call_describe(&mut store).await?),
+        PluginCall::Run(request) => {
+            PluginReturn::Exit(runtime.call_run(&mut store, &request).await?)
+        }
+    })
 }
 
 /// How the plugin call ended, before it is classified.
 enum Ended {
-    Returned(wasmtime::Result<Result<i32, String>>),
+    Returned(wasmtime::Result<PluginReturn>),
     Deadline,
     Cancelled,
 }
@@ -353,55 +519,20 @@ fn cancelled_before_start() -> RunOutcome {
     }
 }
 
-/// Turns how a run ended into its status, exit code and error, per SPEC.md.
+/// Turns how a run ended into its status, exit code and error, per docs/mcp.md.
 fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duration) -> RunOutcome {
-    let memory_note = || {
-        format!(
-            "memory limit reached: the run may use at most {} MiB",
-            run.memory.cap() >> 20
-        )
-    };
-    let disk_note = || {
-        format!(
-            "disk limit reached: the run may keep at most {} MiB in at most {} files and \
-             directories in its scratch directory",
-            run.disk.byte_cap() >> 20,
-            run.disk.entry_cap()
-        )
-    };
-    let timeout_note = || {
-        format!(
-            "time limit reached: the run was stopped after {:.1} s",
-            timeout.as_secs_f64()
-        )
-    };
     let (status, exit_code, error) = match ended {
-        Ended::Returned(Ok(Ok(code))) => (RunStatus::Completed, Some(code), None),
-        Ended::Returned(Ok(Err(message))) => (
+        Ended::Returned(Ok(PluginReturn::Exit(Ok(code)))) => {
+            (RunStatus::Completed, Some(code), None)
+        }
+        Ended::Returned(Ok(PluginReturn::Exit(Err(message)))) => (
             RunStatus::Crashed,
             None,
             Some(format!("the runtime could not run the program: {message}")),
         ),
-        Ended::Returned(Err(trap)) => {
-            if let Some(e) = trap
-                .chain()
-                .find_map(|c| c.downcast_ref::<OutputLimitExceeded>())
-            {
-                (RunStatus::Terminated, None, Some(e.to_string()))
-            } else if matches!(
-                trap.downcast_ref::<wasmtime::Trap>(),
-                Some(wasmtime::Trap::Interrupt)
-            ) {
-                (RunStatus::Timeout, None, Some(timeout_note()))
-            } else if run.memory.was_exceeded() {
-                (RunStatus::Terminated, None, Some(memory_note()))
-            } else if run.disk.was_exceeded() {
-                (RunStatus::Terminated, None, Some(disk_note()))
-            } else {
-                (RunStatus::Crashed, None, Some(describe_trap(&trap)))
-            }
-        }
-        Ended::Deadline => (RunStatus::Timeout, None, Some(timeout_note())),
+        Ended::Returned(Ok(PluginReturn::Info(_))) => (RunStatus::Completed, Some(0), None),
+        Ended::Returned(Err(trap)) => classify_trap(&trap, run, timeout),
+        Ended::Deadline => (RunStatus::Timeout, None, Some(timeout_note(timeout))),
         Ended::Cancelled => (
             RunStatus::Terminated,
             None,
@@ -419,6 +550,83 @@ fn classify(ended: Ended, run: &RunContext, timeout: Duration, duration: Duratio
         truncated: out.truncated,
         duration,
         raw: out,
+    }
+}
+
+fn timeout_note(timeout: Duration) -> String {
+    format!(
+        "time limit reached: the run was stopped after {:.1} s",
+        timeout.as_secs_f64()
+    )
+}
+
+/// A trap's status and error. A refused allocation explains the traps it leads to
+/// (`unreachable` from an abort, an out-of-bounds access through a failed allocation);
+/// any other trap is the program's own crash, even after a refusal earlier in the run.
+fn classify_trap(
+    trap: &wasmtime::Error,
+    run: &RunContext,
+    timeout: Duration,
+) -> (RunStatus, Option<i32>, Option<String>) {
+    let terminated = |why: String| (RunStatus::Terminated, None, Some(why));
+    if let Some(e) = trap
+        .chain()
+        .find_map(|c| c.downcast_ref::<OutputLimitExceeded>())
+    {
+        return terminated(e.to_string());
+    }
+    if let Some(e) = trap
+        .chain()
+        .find_map(|c| c.downcast_ref::<CompileLimitExceeded>())
+    {
+        return terminated(e.to_string());
+    }
+    let kind = trap.downcast_ref::<wasmtime::Trap>().copied();
+    if kind == Some(wasmtime::Trap::Interrupt) {
+        return if run.cancel.is_cancelled() {
+            terminated("cancelled by the client".into())
+        } else {
+            (RunStatus::Timeout, None, Some(timeout_note(timeout)))
+        };
+    }
+    let memory_note = format!(
+        "memory limit reached: the run may use at most {} MiB",
+        run.memory.cap() >> 20
+    );
+    let server_note =
+        "memory limit reached: the server's memory budget for all runs is in use".to_string();
+    let disk_note = format!(
+        "disk limit reached: the run may keep at most {} MiB in at most {} files and \
+         directories in its scratch directory",
+        run.disk.byte_cap() >> 20,
+        run.disk.entry_cap()
+    );
+    let after_refusal = matches!(
+        kind,
+        Some(wasmtime::Trap::UnreachableCodeReached) | Some(wasmtime::Trap::MemoryOutOfBounds)
+    );
+    let refusals = [
+        (run.memory.was_exceeded(), memory_note),
+        (run.memory.parent_was_exceeded(), server_note),
+        (run.disk.was_exceeded(), disk_note),
+    ];
+    let earlier: Vec<String> = refusals
+        .into_iter()
+        .filter(|(refused, _)| *refused)
+        .map(|(_, note)| note)
+        .collect();
+    match earlier.first() {
+        Some(note) if after_refusal => terminated(note.clone()),
+        Some(_) => (
+            RunStatus::Crashed,
+            None,
+            Some(format!(
+                "{} (earlier in the run: {})",
+                describe_trap(trap),
+                earlier.join("; ")
+            )),
+        ),
+        None => (RunStatus::Crashed, None, Some(describe_trap(trap))),
     }
 }
 

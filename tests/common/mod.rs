@@ -25,6 +25,15 @@ pub fn cache() -> Cache {
     Cache::at(cache_dir())
 }
 
+/// Options for a test's [`Runbox`]: produced programs are compiled by the real binary
+/// (a test executable cannot run the `__compile-program` subcommand itself).
+pub fn options() -> RunboxOptions {
+    RunboxOptions {
+        compiler_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_runbox"))),
+        ..RunboxOptions::default()
+    }
+}
+
 /// The built-in runtimes, loaded once per test binary.
 pub fn runbox() -> Arc<Runbox> {
     static RUNBOX: OnceLock<Arc<Runbox>> = OnceLock::new();
@@ -33,7 +42,7 @@ pub fn runbox() -> Arc<Runbox> {
             let manifest = Manifest::builtin().expect("built-in plugins.toml");
             let options = RunboxOptions {
                 max_concurrent: 8,
-                ..RunboxOptions::default()
+                ..options()
             };
             Arc::new(
                 Runbox::load(&manifest, &cache(), options, &Progress::stderr())

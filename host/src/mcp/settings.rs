@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use crate::server_bounds::DEFAULT_MAX_QUEUED;
 use crate::service::{LimitSettings, RunboxOptions};
 
 #[derive(Debug, Clone, Args)]
@@ -63,6 +64,18 @@ pub struct McpArgs {
         default_value_t = 8
     )]
     pub max_concurrent: usize,
+    /// Calls that may wait for a free slot; past them a call gets a prompt "busy" tool error.
+    #[arg(long, env = "RUNBOX_MAX_QUEUED", value_name = "N", default_value_t = DEFAULT_MAX_QUEUED)]
+    pub max_queued: usize,
+    /// Memory all runs and waiting calls together may hold, in MiB [default: three
+    /// quarters of the machine's memory]. Past it a run's allocation fails, or a new call
+    /// gets a "busy" tool error.
+    #[arg(long, env = "RUNBOX_SERVER_MEMORY_MB", value_name = "N")]
+    pub server_memory_mb: Option<u64>,
+    /// Programs produced by runs (C, C++) compiled at once [default: half the cores];
+    /// more wait, within their own time limit.
+    #[arg(long, env = "RUNBOX_MAX_COMPILES", value_name = "N")]
+    pub max_compiles: Option<usize>,
 }
 
 impl Default for McpArgs {
@@ -77,6 +90,9 @@ impl Default for McpArgs {
             output_bytes: limits.output_bytes,
             runtimes: Vec::new(),
             max_concurrent: RunboxOptions::default().max_concurrent,
+            max_queued: DEFAULT_MAX_QUEUED,
+            server_memory_mb: None,
+            max_compiles: None,
         }
     }
 }
@@ -96,12 +112,7 @@ impl McpArgs {
                 self.max_timeout
             );
         }
-        if self.memory_mb == 0 {
-            bail!("--memory-mb must be at least 1");
-        }
-        let Some(memory_bytes) = self.memory_mb.checked_mul(1 << 20) else {
-            bail!("--memory-mb is too large");
-        };
+        let memory = memory_bytes("--memory-mb", self.memory_mb)?;
         if self.output_bytes == 0 {
             bail!("--output-bytes must be at least 1");
         }
@@ -114,16 +125,35 @@ impl McpArgs {
                 only.push(name.to_string());
             }
         }
+        let defaults = RunboxOptions::default();
+        let server_memory_bytes = match self.server_memory_mb {
+            Some(mib) => memory_bytes("--server-memory-mb", mib)?,
+            None => defaults.server_memory_bytes,
+        };
+        if server_memory_bytes < memory {
+            bail!(
+                "--server-memory-mb ({} MiB) is smaller than --memory-mb ({} MiB): no run could use its cap",
+                server_memory_bytes >> 20,
+                self.memory_mb
+            );
+        }
+        if self.max_compiles == Some(0) {
+            bail!("--max-compiles must be at least 1");
+        }
         Ok(RunboxOptions {
+            max_queued: self.max_queued,
+            server_memory_bytes,
+            max_compiles: self.max_compiles.unwrap_or(defaults.max_compiles),
             limits: LimitSettings {
                 default_timeout,
                 max_timeout,
-                memory_bytes,
+                memory_bytes: memory,
                 output_bytes: self.output_bytes,
                 ..LimitSettings::default()
             },
             max_concurrent: self.max_concurrent,
             only,
+            ..defaults
         })
     }
 
@@ -133,12 +163,21 @@ impl McpArgs {
     }
 }
 
-fn seconds(flag: &str, secs: f64) -> Result<Duration> {
+/// A time limit from a flag: above 0 and at most a day.
+pub fn seconds(flag: &str, secs: f64) -> Result<Duration> {
     // Duration::from_secs_f64 panics past ~584 billion years; a day is plenty.
     if !(secs > 0.0 && secs <= 86_400.0) {
         bail!("{flag} must be a number of seconds above 0 and at most 86400, not {secs}");
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// Bytes from a flag given in MiB: at least 1 MiB, at most 1 TiB.
+pub fn memory_bytes(flag: &str, mib: u64) -> Result<u64> {
+    if !(1..=1 << 20).contains(&mib) {
+        bail!("{flag} must be between 1 and 1048576 (MiB), not {mib}");
+    }
+    Ok(mib << 20)
 }
 
 fn parse_http_addr(s: &str) -> Result<SocketAddr, String> {
@@ -190,6 +229,18 @@ mod tests {
             },
             McpArgs {
                 max_concurrent: 0,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                memory_mb: u64::MAX,
+                ..McpArgs::default()
+            },
+            McpArgs {
+                server_memory_mb: Some(100),
+                ..McpArgs::default()
+            },
+            McpArgs {
+                max_compiles: Some(0),
                 ..McpArgs::default()
             },
         ];

@@ -1,7 +1,12 @@
-//! The one linker every store of a run is instantiated with: the WASI 0.2 interfaces a
-//! sandboxed program needs, the host's `process` and `config` for plugins, and the
-//! `exit` hook for componentized preview1 tools. No sockets, no http: a component that
-//! imports them fails to instantiate.
+//! The linkers stores are instantiated with, one per WIT world (wit/runbox.wit):
+//!
+//! - [`plugin_linker`]: `world plugin`, the WASI 0.2 interfaces a sandboxed program needs
+//!   plus the host's `process` and `config`.
+//! - [`tool_linker`]: `world tool`, the same WASI interfaces plus the `exit` hook of a
+//!   componentized preview1 program; for declared tools and for programs a plugin
+//!   produced. No `process`: a tool cannot spawn, so spawning is one level deep.
+//!
+//! No sockets, no http anywhere: a component that imports them fails to instantiate.
 
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::Engine;
@@ -16,10 +21,18 @@ use super::quota_fs::WasiQuotaFsView;
 use super::store::StoreState;
 use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 
-pub fn sandbox_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
+/// What a plugin component may import: WASI, `process` and `config`.
+pub fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     add_wasi(&mut linker)?;
     super::bindings::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+/// What a tool or a produced program may import: WASI and the `exit` hook.
+pub fn tool_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
+    let mut linker = Linker::new(engine);
+    add_wasi(&mut linker)?;
     // A preview1 program's proc_exit, rerouted here by `componentize`.
     linker
         .instance(EXIT_MODULE)?
@@ -60,4 +73,37 @@ fn add_wasi<T: WasiView + WasiQuotaFsView>(l: &mut Linker<T>) -> wasmtime::Resul
     cli::terminal_stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
     cli::terminal_stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::component::Component;
+
+    /// A component importing `runbox:plugin/process.spawn`.
+    const SPAWNER: &str = r#"(component
+        (import "runbox:plugin/process@0.1.0" (instance
+            (type $cmd (record (field "program" string) (field "args" (list string))
+                (field "env" (list (tuple string string))) (field "stdin" (option (list u8)))))
+            (export "command" (type $c (eq $cmd)))
+            (type $err (variant (case "not-found" string) (case "invalid-program" string)))
+            (export "spawn-error" (type $e (eq $err)))
+            (type $f (func (param "command" $c) (result (result s32 (error $e)))))
+            (export "spawn" (func (type $f))))))"#;
+
+    #[test]
+    fn only_plugins_may_import_process() {
+        let engine = wasmtime::Engine::default();
+        let spawner = Component::new(&engine, wat::parse_str(SPAWNER).unwrap()).unwrap();
+        plugin_linker(&engine)
+            .unwrap()
+            .instantiate_pre(&spawner)
+            .expect("a plugin imports process");
+        let e = tool_linker(&engine)
+            .unwrap()
+            .instantiate_pre(&spawner)
+            .err()
+            .expect("a tool or produced program must not get `process`");
+        assert!(format!("{e:#}").contains("runbox:plugin/process"), "{e:#}");
+    }
 }

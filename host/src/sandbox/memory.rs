@@ -1,9 +1,12 @@
-//! The memory cap of one run, shared by the plugin and every program it spawns.
+//! The memory cap of one run, shared by the plugin and every program it spawns, and the
+//! server's budget that every run draws from too.
 //!
-//! Each store gets a [`StoreMemoryLimiter`] drawing from the run's [`MemoryBudget`]. A
-//! growth past the budget is refused (the guest sees an allocation failure and can
-//! report it, like Python's `MemoryError`); the refusal is remembered so that a run which
-//! then traps is reported as stopped by the memory cap.
+//! Each store gets a [`StoreMemoryLimiter`] drawing from the run's [`MemoryBudget`], which
+//! draws from the server's (when there is one). Linear memories and tables both count: a
+//! table element costs [`TABLE_ELEMENT_BYTES`]. A growth past either budget is refused (the
+//! guest sees an allocation failure and can report it, like Python's `MemoryError`); the
+//! refusal is remembered so that a run which then traps on it is reported as stopped by
+//! the memory cap.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,6 +15,8 @@ use wasmtime::ResourceLimiter;
 
 /// Table elements any one table may hold; tables are small in practice.
 const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+/// What one table element is charged: wasmtime stores a pointer per element.
+pub const TABLE_ELEMENT_BYTES: usize = 8;
 /// Instances, tables and memories any one store may create.
 const MAX_INSTANCES: usize = 1_000;
 const MAX_TABLES: usize = 1_000;
@@ -21,19 +26,29 @@ const MAX_MEMORIES: usize = 100;
 struct Budget {
     cap: usize,
     used: AtomicUsize,
+    peak: AtomicUsize,
     refused: AtomicBool,
+    /// The budget this one also draws from (the server's, for a run).
+    parent: Option<MemoryBudget>,
 }
 
-/// The bytes of linear memory a whole run may hold at once.
+/// Bytes of memory a whole run (or the whole server) may hold at once.
 #[derive(Debug, Clone)]
 pub struct MemoryBudget(Arc<Budget>);
 
 impl MemoryBudget {
     pub fn new(cap: usize) -> MemoryBudget {
+        MemoryBudget::with_parent(cap, None)
+    }
+
+    /// A budget of `cap` bytes that also takes everything it grants from `parent`.
+    pub fn with_parent(cap: usize, parent: Option<MemoryBudget>) -> MemoryBudget {
         MemoryBudget(Arc::new(Budget {
             cap,
             used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             refused: AtomicBool::new(false),
+            parent,
         }))
     }
 
@@ -41,14 +56,29 @@ impl MemoryBudget {
         self.0.cap
     }
 
-    /// Bytes currently held by live stores of this run.
+    /// Bytes currently held.
     pub fn used(&self) -> usize {
         self.0.used.load(Ordering::SeqCst)
     }
 
-    /// Whether any growth was refused during the run.
+    /// The most ever held at once.
+    pub fn peak(&self) -> usize {
+        self.0.peak.load(Ordering::SeqCst)
+    }
+
+    /// Bytes not yet held.
+    pub fn remaining(&self) -> usize {
+        self.cap().saturating_sub(self.used())
+    }
+
+    /// Whether any growth was refused by this budget's own cap.
     pub fn was_exceeded(&self) -> bool {
         self.0.refused.load(Ordering::SeqCst)
+    }
+
+    /// Whether a growth was refused because the parent (the server) had no room left.
+    pub fn parent_was_exceeded(&self) -> bool {
+        self.0.parent.as_ref().is_some_and(|p| p.was_exceeded())
     }
 
     /// A limiter for one new store.
@@ -59,7 +89,8 @@ impl MemoryBudget {
         }
     }
 
-    fn try_take(&self, bytes: usize) -> bool {
+    /// Takes `bytes` from this budget and its parent, or nothing.
+    pub fn try_take(&self, bytes: usize) -> bool {
         let b = &self.0;
         let mut used = b.used.load(Ordering::SeqCst);
         loop {
@@ -71,14 +102,48 @@ impl MemoryBudget {
                 .used
                 .compare_exchange(used, next, Ordering::SeqCst, Ordering::SeqCst)
             {
-                Ok(_) => return true,
+                Ok(_) => {
+                    if let Some(parent) = &b.parent {
+                        if !parent.try_take(bytes) {
+                            b.used.fetch_sub(bytes, Ordering::SeqCst);
+                            return false;
+                        }
+                    }
+                    b.peak.fetch_max(next, Ordering::SeqCst);
+                    return true;
+                }
                 Err(actual) => used = actual,
             }
         }
     }
 
-    fn give_back(&self, bytes: usize) {
+    /// Returns `bytes` taken earlier, to this budget and its parent.
+    pub fn give_back(&self, bytes: usize) {
         self.0.used.fetch_sub(bytes, Ordering::SeqCst);
+        if let Some(parent) = &self.0.parent {
+            parent.give_back(bytes);
+        }
+    }
+
+    /// Takes `bytes` until the returned guard is dropped, or `None` when they don't fit.
+    pub fn reserve(&self, bytes: usize) -> Option<Reservation> {
+        self.try_take(bytes).then(|| Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// Bytes held in a [`MemoryBudget`] until dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: MemoryBudget,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.give_back(self.bytes);
     }
 }
 
@@ -87,6 +152,17 @@ impl MemoryBudget {
 pub struct StoreMemoryLimiter {
     budget: MemoryBudget,
     held: usize,
+}
+
+impl StoreMemoryLimiter {
+    fn grow(&mut self, bytes: usize) -> bool {
+        if self.budget.try_take(bytes) {
+            self.held += bytes;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl Drop for StoreMemoryLimiter {
@@ -102,22 +178,20 @@ impl ResourceLimiter for StoreMemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let delta = desired.saturating_sub(current);
-        if self.budget.try_take(delta) {
-            self.held += delta;
-            Ok(true)
-        } else {
-            Ok(false)
-        }
+        Ok(self.grow(desired.saturating_sub(current)))
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= MAX_TABLE_ELEMENTS)
+        if desired > MAX_TABLE_ELEMENTS {
+            return Ok(false);
+        }
+        let elements = desired.saturating_sub(current);
+        Ok(self.grow(elements.saturating_mul(TABLE_ELEMENT_BYTES)))
     }
 
     fn instances(&self) -> usize {
@@ -152,5 +226,42 @@ mod tests {
         assert!(b.memory_growing(40, 90, None).unwrap());
         drop(b);
         assert_eq!(budget.used(), 0);
+        assert_eq!(budget.peak(), 100);
+    }
+
+    #[test]
+    fn tables_are_charged_to_the_budget() {
+        let budget = MemoryBudget::new(1 << 20);
+        let mut a = budget.limiter();
+        // 2^16 elements of 8 bytes: half the budget.
+        assert!(a.table_growing(0, 1 << 16, None).unwrap());
+        assert_eq!(budget.used(), (1 << 16) * TABLE_ELEMENT_BYTES);
+        assert!(!a.table_growing(1 << 16, 1 << 18, None).unwrap());
+        assert!(budget.was_exceeded());
+        // Beyond the per-table element cap, whatever the budget.
+        let big = MemoryBudget::new(usize::MAX);
+        assert!(!big.limiter().table_growing(0, (1 << 20) + 1, None).unwrap());
+    }
+
+    #[test]
+    fn a_run_draws_from_the_server_too() {
+        let server = MemoryBudget::new(100);
+        let run_a = MemoryBudget::with_parent(80, Some(server.clone()));
+        let run_b = MemoryBudget::with_parent(80, Some(server.clone()));
+        let mut a = run_a.limiter();
+        let mut b = run_b.limiter();
+        assert!(a.memory_growing(0, 70, None).unwrap());
+        // run_b is within its own cap, but the server has only 30 left.
+        assert!(!b.memory_growing(0, 40, None).unwrap());
+        assert!(!run_b.was_exceeded() && run_b.parent_was_exceeded());
+        assert_eq!(run_b.used(), 0, "a refused growth takes nothing");
+        assert!(b.memory_growing(0, 30, None).unwrap());
+        drop(a);
+        assert_eq!(server.used(), 30);
+        let held = server.reserve(70).unwrap();
+        assert!(server.reserve(1).is_none());
+        drop(held);
+        drop(b);
+        assert_eq!(server.used(), 0);
     }
 }

@@ -6,21 +6,23 @@ pub mod linker;
 pub mod memory;
 pub mod output;
 mod process;
+pub mod program;
 pub mod quota_fs;
 pub mod store;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use wasmtime::component::Linker;
+use tokio_util::sync::CancellationToken;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::engine::SandboxEngine;
 use disk::DiskBudget;
 use memory::MemoryBudget;
 use output::OutputCapture;
+use program::ProgramCompiles;
 use store::StoreState;
 
 /// Host-side bindings of the `runbox:plugin` WIT package.
@@ -54,7 +56,8 @@ pub struct Mount {
 /// Everything the stores of one run share.
 pub struct RunContext {
     pub engine: SandboxEngine,
-    pub linker: Arc<Linker<StoreState>>,
+    /// How produced programs are compiled and linked.
+    pub programs: Arc<ProgramCompiles>,
     /// Tools the plugin may spawn, by name.
     pub tools: Arc<HashMap<String, Tool>>,
     /// The plugin's settings (`runbox:plugin/config`).
@@ -67,4 +70,20 @@ pub struct RunContext {
     /// The scratch directory's cap: bytes of file data and files created.
     pub disk: DiskBudget,
     pub deadline: Instant,
+    /// Cancelled when the client gives up on the run; every store checks it each tick.
+    pub cancel: CancellationToken,
+    /// Programs this run compiled into the cache: kept only if the run completes.
+    pub new_programs: Mutex<Vec<PathBuf>>,
+}
+
+impl RunContext {
+    /// Removes the programs this run added to the compiled cache (the run did not
+    /// complete, so nothing it produced is kept).
+    pub fn forget_new_programs(&self) {
+        let programs =
+            std::mem::take(&mut *self.new_programs.lock().unwrap_or_else(|e| e.into_inner()));
+        for path in programs {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }

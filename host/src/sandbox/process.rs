@@ -4,22 +4,15 @@
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
-use wasmtime::component::Component;
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::I32Exit;
 
 use super::bindings::runbox::plugin::{config, process};
+use super::program::load_program;
 use super::store::{new_store, ProgramIo, StoreState};
 use super::RunContext;
-use crate::componentize::{binary_kind, componentize, BinaryKind, COMPONENTIZE_VERSION};
 
 use process::{Command, SpawnError};
-
-/// Programs a plugin writes into scratch larger than this are refused.
-const MAX_PROGRAM_BYTES: u64 = 256 << 20;
-/// Compiled programs kept in the cache (the newest; each is up to a few MB).
-const CACHED_PROGRAMS: usize = 128;
 
 impl config::Host for StoreState {
     fn settings(&mut self) -> wasmtime::Result<Vec<(String, Vec<String>)>> {
@@ -42,7 +35,8 @@ impl process::Host for StoreState {
             stdin: command.stdin,
         };
         tracing::debug!(program = %command.program, "spawn");
-        let mut store = new_store(&run, io)?;
+        let engine = pre.instance_pre().engine().clone();
+        let mut store = new_store(&run, io, &engine)?;
         let outcome = async {
             let instance = pre.instantiate_async(&mut store).await?;
             instance.wasi_cli_run().call_run(&mut store).await
@@ -81,47 +75,9 @@ async fn resolve_program(
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) => {
-            return Ok(Err(SpawnError::NotFound(format!(
-                "cannot read `{program}`: {e}"
-            ))))
-        }
-    };
-    let key = format!(
-        "program:{}:{COMPONENTIZE_VERSION}",
-        hex::encode(Sha256::digest(&bytes))
-    );
-    let engine = run.engine.clone();
-    let compiled = tokio::task::spawn_blocking(move || {
-        let new = !engine.is_compiled("program", &key);
-        let compiled = engine.load_or_compile("program", &key, move || match binary_kind(&bytes) {
-            BinaryKind::CoreModule => Ok(componentize(&bytes)?),
-            BinaryKind::Component => Ok(bytes),
-            BinaryKind::NotWasm => anyhow::bail!("not a WebAssembly module or component"),
-        });
-        if new {
-            engine.prune_compiled("program", CACHED_PROGRAMS);
-        }
-        compiled
-    })
-    .await?;
-    let component: Component = match compiled {
-        Ok(c) => c,
-        Err(e) => return Ok(Err(SpawnError::InvalidProgram(format!("`{program}`: {e}")))),
-    };
-    let pre = match run
-        .linker
-        .instantiate_pre(&component)
-        .and_then(CommandPre::new)
-    {
-        Ok(p) => p,
-        Err(e) => {
-            return Ok(Err(SpawnError::InvalidProgram(format!(
-                "`{program}` cannot run in the sandbox: {e:#}"
-            ))))
-        }
+    let pre = match load_program(run, &path, program).await? {
+        Ok(pre) => pre,
+        Err(e) => return Ok(Err(SpawnError::InvalidProgram(e.to_string()))),
     };
     let argv0 = program.rsplit('/').next().unwrap_or(program).to_string();
     Ok(Ok((argv0, pre)))
@@ -147,13 +103,6 @@ fn scratch_file(scratch: &Path, guest: &str) -> Result<PathBuf, SpawnError> {
         .map_err(|e| SpawnError::NotFound(format!("cannot open `{guest}`: {e}")))?;
     if !real.starts_with(&root) || !real.is_file() {
         return Err(outside());
-    }
-    let len = real.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
-    if len > MAX_PROGRAM_BYTES {
-        return Err(SpawnError::InvalidProgram(format!(
-            "`{guest}` is larger than {} MiB",
-            MAX_PROGRAM_BYTES >> 20
-        )));
     }
     Ok(real)
 }

@@ -53,9 +53,23 @@ impl WasiQuotaFsView for StoreState {
     }
 }
 
-/// A new store for one program of `run`: the scratch directory at `/`, the read-only
-/// mounts, output into the run's capture, the run's memory and disk budgets and deadline.
-pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store<StoreState>> {
+/// Resources (descriptors, streams, pollables, …) one store may hold at once. The
+/// preview1 adapter keeps a program to ~128 descriptors anyway; this bounds a component
+/// that uses `wasi:filesystem` directly, and so the host descriptors a run can hold.
+pub const MAX_RESOURCES_PER_STORE: usize = 4096;
+/// The most data one host call may move between guest and host: a run request (4 MiB of
+/// code, 4 MiB of stdin, 32 MiB of files) with room to spare. wasmtime's default is 128 MiB.
+pub const HOSTCALL_FUEL: usize = 64 << 20;
+
+/// A new store for one program of `run`, on `engine` (the plugin engine for plugins and
+/// tools, the program engine for produced programs): the scratch directory at `/`, the
+/// read-only mounts, output into the run's capture, the run's memory and disk budgets,
+/// its deadline and its cancellation.
+pub fn new_store(
+    run: &Arc<RunContext>,
+    io: ProgramIo,
+    engine: &wasmtime::Engine,
+) -> wasmtime::Result<Store<StoreState>> {
     let mut b = WasiCtxBuilder::new();
     b.args(&io.argv)
         .envs(&io.env)
@@ -65,27 +79,32 @@ pub fn new_store(run: &Arc<RunContext>, io: ProgramIo) -> wasmtime::Result<Store
     // File operations on the local scratch and mount directories take microseconds: run
     // them on this thread instead of a `spawn_blocking` round trip each. clang opens,
     // stats and `realpath`s ~12,000 times for `#include <iostream>`; this cuts a C++
-    // hello from ~2.2 s to ~1.4 s. Compute still yields at every epoch tick.
+    // hello from ~2.2 s to ~1.4 s. It is safe because every run has a thread of its own
+    // (see `run/thread.rs`): a slow syscall stalls only the run that made it.
     b.allow_blocking_current_thread(true);
     b.preopened_dir(&run.scratch, "/", FsPerms::ReadWrite)?;
     for m in run.mounts.iter() {
         b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;
     }
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES_PER_STORE);
     let state = StoreState {
         wasi: b.build(),
-        table: ResourceTable::new(),
+        table,
         limiter: run.memory.limiter(),
         disk: StoreDisk::new(run.disk.clone()),
         run: run.clone(),
     };
-    let mut store = Store::new(run.engine.engine(), state);
+    let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
+    store.set_hostcall_fuel(HOSTCALL_FUEL);
     let deadline = run.deadline;
+    let cancel = run.cancel.clone();
     store.set_epoch_deadline(1);
-    // Yield to the executor on every tick so busy guests can't starve the server; trap
-    // once the run's deadline has passed.
+    // Yield to the executor on every tick so busy guests can't starve it; trap once the
+    // run's deadline has passed or the run was cancelled.
     store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadline || cancel.is_cancelled() {
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))

@@ -1,0 +1,62 @@
+//! Every run on a thread of its own.
+//!
+//! A run's file operations happen inline on the thread that runs its guest
+//! (`allow_blocking_current_thread`, for clang's thousands of tiny syscalls), so a run
+//! stuck in a slow syscall (an `fsync` of a big file) would stall whatever else shares
+//! its thread. Each run therefore gets a blocking-pool thread with a small single-threaded
+//! tokio runtime of its own: a slow run stalls only itself, while the server's async
+//! workers keep answering clients and the deadline backstop keeps ticking.
+
+use std::cell::RefCell;
+use std::future::Future;
+
+thread_local! {
+    /// The current-thread runtime of this blocking-pool thread, reused by later runs on it.
+    static RUNTIME: RefCell<Option<tokio::runtime::Runtime>> = const { RefCell::new(None) };
+}
+
+/// Runs the future `make()` returns to completion on a thread of its own.
+pub async fn on_own_thread<F, Fut, R>(make: F) -> Result<R, tokio::task::JoinError>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = R>,
+    R: Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        RUNTIME.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let runtime = slot.get_or_insert_with(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a current-thread tokio runtime")
+            });
+            runtime.block_on(make())
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A run blocked in a syscall does not delay the async workers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_blocked_run_does_not_stall_the_executor() {
+        let blocked = tokio::spawn(on_own_thread(|| async {
+            std::thread::sleep(Duration::from_millis(500));
+        }));
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let quick = on_own_thread(|| async { 1 + 1 }).await.unwrap();
+        assert_eq!(quick, 2);
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+        blocked.await.unwrap().unwrap();
+    }
+}

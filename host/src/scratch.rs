@@ -1,0 +1,162 @@
+//! Where runs keep their scratch directories.
+//!
+//! `--scratch-dir` (default: `scratch/` under the cache directory, on disk, rather than
+//! `$TMPDIR`, which may be RAM) holds one directory per server process, locked while the
+//! process lives. A process that was killed leaves its directory unlocked: the next
+//! server to start removes it, and every `runbox-run-*` left inside.
+
+use std::fs::{self, File};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Name of the lock file inside each process's directory.
+const LOCK_FILE: &str = ".lock";
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use the scratch directory {path}: {source}")]
+pub struct ScratchError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// This process's directory of run scratch directories; removed when dropped.
+#[derive(Debug)]
+pub struct ScratchRoot {
+    dir: PathBuf,
+    _lock: File,
+}
+
+impl ScratchRoot {
+    /// Makes this process's directory under `base` (created 0700), after removing the
+    /// directories of processes that are gone.
+    pub fn open(base: &Path) -> Result<ScratchRoot, ScratchError> {
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ScratchError { path, source }
+        };
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(base)
+            .map_err(err(base))?;
+        remove_stale(base);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .tempdir_in(base)
+            .map_err(err(base))?
+            .keep();
+        let lock = File::create(dir.join(LOCK_FILE)).map_err(err(&dir))?;
+        lock.try_lock().map_err(|e| ScratchError {
+            path: dir.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok(ScratchRoot { dir, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The path of a new run's scratch directory (not created yet: see [`RunDir`]).
+    pub fn next_run_dir(&self) -> PathBuf {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        self.dir.join(format!(
+            "runbox-run-{}",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ))
+    }
+}
+
+/// One run's scratch directory: created empty (0700), removed with its contents when
+/// dropped. Created and removed on the run's own thread, since removing 10,000 files
+/// takes a while.
+#[derive(Debug)]
+pub struct RunDir(PathBuf);
+
+impl RunDir {
+    pub fn create(path: &Path) -> std::io::Result<RunDir> {
+        fs::DirBuilder::new().mode(0o700).create(path)?;
+        Ok(RunDir(path.to_path_buf()))
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if let Err(e) = fs::remove_dir_all(&self.0) {
+            tracing::warn!(
+                "cannot remove the scratch directory {}: {e}",
+                self.0.display()
+            );
+        }
+    }
+}
+
+impl Drop for ScratchRoot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes every process directory under `base` whose lock nobody holds.
+fn remove_stale(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let dir = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let alive = match File::open(dir.join(LOCK_FILE)) {
+            // A live process holds it; `try_lock` fails then.
+            Ok(lock) => lock.try_lock().is_err(),
+            // Without a lock file, it is being created right now, or is debris.
+            Err(_) => is_recent(&dir),
+        };
+        if !alive {
+            tracing::info!("removing stale scratch directory {}", dir.display());
+            let _ = fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// True for a directory modified within the last minute.
+fn is_recent(dir: &Path) -> bool {
+    fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_servers_scratch_is_removed_and_a_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A server that was killed: its directory is unlocked, with a run inside.
+        let dead = base.path().join("12345-dead");
+        fs::create_dir_all(dead.join("runbox-run-x/sub")).unwrap();
+        fs::write(dead.join(LOCK_FILE), "").unwrap();
+        fs::write(dead.join("runbox-run-x/sub/file"), "data").unwrap();
+        let live = ScratchRoot::open(base.path()).unwrap();
+        assert!(!dead.exists(), "the stale directory is removed");
+        let run_path = live.next_run_dir();
+        assert!(run_path.starts_with(live.path()));
+        assert_ne!(run_path, live.next_run_dir());
+        let run = RunDir::create(&run_path).unwrap();
+        fs::write(run_path.join("x"), "data").unwrap();
+        // A second server leaves the first one's directory alone.
+        let other = ScratchRoot::open(base.path()).unwrap();
+        assert!(live.path().exists() && run_path.exists());
+        drop(run);
+        assert!(!run_path.exists(), "a run's directory goes with its files");
+        let live_dir = live.path().to_path_buf();
+        drop(live);
+        assert!(!live_dir.exists(), "a clean stop removes its directory");
+        assert!(other.path().exists());
+    }
+}

@@ -1,0 +1,189 @@
+//! A program a plugin produces (C, C++) is untrusted input to the compiler. Its compile
+//! must stay inside the run's limits: stopped at the deadline, refused past a size,
+//! bounded server-wide, and never cached for a run that did not complete.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runbox::artifact::Progress;
+use runbox::manifest::Manifest;
+use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
+
+/// One function with `n` call results live at once: clang assembles it in a moment, but
+/// Cranelift's register allocator needs about n^2.4 time for it (n = 64,000: minutes).
+fn pathological(n: usize, salt: &str) -> String {
+    format!(
+        "__asm__(\".functype g () -> (i32)\\n.globl big\\n.type big,@function\\nbig:\\n\
+         .functype big () -> (i32)\\n.rept {n}\\ncall g\\n.endr\\n.rept {}\\ni32.add\\n.endr\\n\
+         end_function\\n\");\n/* {salt} */\nint g(void) {{ return 1; }}\nint big(void);\n\
+         int main(void) {{ return big() == {n} ? 0 : 1; }}\n",
+        n - 1
+    )
+}
+
+fn load(max_compiles: usize) -> Runbox {
+    let manifest = Manifest::builtin().expect("built-in plugins.toml");
+    let options = RunboxOptions {
+        only: vec!["clang".into()],
+        max_compiles,
+        ..common::options()
+    };
+    Runbox::load(&manifest, &common::cache(), options, &Progress::stderr()).expect("load clang")
+}
+
+async fn run_c(rb: &Runbox, code: &str, timeout: Duration) -> RunOutcome {
+    rb.run(
+        RunRequest {
+            runtime: "clang".into(),
+            code: code.into(),
+            limits: LimitOverrides {
+                timeout: Some(timeout),
+                memory_bytes: None,
+            },
+            ..RunRequest::default()
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("run")
+}
+
+/// The compile children of this process that are alive now.
+fn compile_children() -> usize {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let dir = e.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            // pid (comm) state ppid ...: the comm may hold spaces, so split after ')'.
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1));
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            ppid == Some(me.as_str())
+                && String::from_utf8_lossy(&cmdline).contains("__compile-program")
+        })
+        .count()
+}
+
+fn programs_dir() -> PathBuf {
+    common::cache_dir().join("compiled").join("programs")
+}
+
+fn cached_programs() -> BTreeSet<String> {
+    std::fs::read_dir(programs_dir())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".cwasm"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compile_is_stopped_at_the_runs_deadline() {
+    let rb = load(1);
+    let salt = format!("deadline {}", std::process::id());
+    let started = Instant::now();
+    let out = run_c(&rb, &pathological(32_000, &salt), Duration::from_secs(3)).await;
+    let took = started.elapsed();
+    assert_eq!(out.status, RunStatus::Timeout, "{out:?}");
+    assert!(
+        took < Duration::from_millis(4500),
+        "answered after {took:?}"
+    );
+    // The compiler is gone, not still burning a core for the cache.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(compile_children(), 0, "a compile child outlived its run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_program_is_refused_before_it_is_compiled() {
+    let rb = load(1);
+    // 40 MiB of initialised data: a 40 MiB program, past the 32 MiB cap.
+    let code = "static char big[40 << 20] = {1};\nint main(void) { return big[12345]; }\n";
+    let out = run_c(&rb, code, Duration::from_secs(60)).await;
+    assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
+    let error = out.error.as_deref().unwrap_or_default();
+    assert!(error.contains("larger than 32 MiB"), "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_completed_runs_leave_programs_in_the_cache() {
+    let rb = load(1);
+    let salt = std::process::id();
+    // 1 MiB of initialised data makes the program, and so its cache file, unique.
+    let program = |body: &str, n: u32| {
+        format!(
+            "static volatile char data[1 << 20] = {{{salt}, {n}}};\n\
+             int main(void) {{ {body} return data[0] == 0; }}\n"
+        )
+    };
+    let before = cached_programs();
+    let out = run_c(
+        &rb,
+        &program("for (;;) data[1]++;", 1),
+        Duration::from_secs(3),
+    )
+    .await;
+    assert_eq!(out.status, RunStatus::Timeout, "{out:?}");
+    assert_eq!(cached_programs(), before, "a timed-out run left a program");
+    // The same kind of program, completing, is cached (so the check above can fail).
+    let out = run_c(&rb, &program("", 2), Duration::from_secs(30)).await;
+    assert_eq!(
+        (out.status, out.exit_code),
+        (RunStatus::Completed, Some(0)),
+        "{out:?}"
+    );
+    assert_eq!(cached_programs().difference(&before).count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiles_queue_for_the_servers_compile_slots() {
+    let rb = Arc::new(load(1));
+    let done = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicUsize::new(0));
+    let watcher = {
+        let (done, most) = (done.clone(), most.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                most.fetch_max(compile_children(), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            let rb = rb.clone();
+            tokio::spawn(async move {
+                let code = pathological(32_000, &format!("queue {} {i}", std::process::id()));
+                run_c(&rb, &code, Duration::from_secs(4)).await
+            })
+        })
+        .collect();
+    for run in runs {
+        let out = run.await.unwrap();
+        assert_eq!(out.status, RunStatus::Timeout, "{out:?}");
+    }
+    done.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "at most one compile at a time"
+    );
+}
