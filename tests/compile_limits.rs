@@ -115,7 +115,8 @@ async fn a_compile_is_stopped_at_the_runs_deadline() {
 async fn an_oversized_program_is_refused_before_it_is_compiled() {
     let rb = load(1);
     // 40 MiB of initialised data: a 40 MiB program, past the 32 MiB cap.
-    let code = "static char big[40 << 20] = {1};\nint main(void) { return big[12345]; }\n";
+    let code = "static volatile char big[40 << 20] = {1};\n\
+                int main(int argc, char **argv) { (void)argv; return big[argc * 12345]; }\n";
     let out = run_c(&rb, code, Duration::from_secs(60)).await;
     assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
     let error = out.error.as_deref().unwrap_or_default();
