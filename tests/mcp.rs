@@ -793,3 +793,42 @@ async fn in_process_a_full_queue_answers_busy_at_once() {
         assert_eq!(output(&call.await.unwrap().unwrap()).stdout, "slept\n");
     }
 }
+
+/// `initialize` is answered at once, before the runtimes are ready; a call for a runtime
+/// still being prepared says so past its time limit, and waits for it within it.
+#[test]
+fn initialize_is_answered_while_runtimes_are_prepared() {
+    common::runbox();
+    // A fresh cache holding only quickjs's artifact: preparing it means compiling it.
+    let cache = tempfile::tempdir().unwrap();
+    let manifest = Manifest::builtin().unwrap();
+    let artifact = &manifest.plugins["quickjs"].tools["qjs"].artifact;
+    let from = common::cache().artifact_path(artifact);
+    let to = runbox::artifact::Cache::at(cache.path().to_path_buf()).artifact_path(artifact);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(&from, &to).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runbox"));
+    cmd.env("RUNBOX_CACHE_DIR", cache.path())
+        .env_remove("RUNBOX_PLUGINS")
+        .args(["mcp", "--runtimes", "quickjs"])
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut session = RawSession::spawn(&mut cmd);
+    let initialized = started.elapsed();
+    assert!(initialized < Duration::from_secs(2), "initialize took {initialized:?}");
+    session.call(
+        1,
+        json!({"runtime": "quickjs", "code": "console.log(1)", "timeout_seconds": 0.001}),
+    );
+    let early = session.receive();
+    assert_eq!(early["result"]["isError"], true, "{early}");
+    let message = early["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`quickjs` is still being prepared") && message.contains("compiling"),
+        "{message}"
+    );
+    session.call(2, json!({"runtime": "quickjs", "code": "console.log(1)"}));
+    let reply = session.receive();
+    assert_eq!(reply["result"]["structuredContent"]["stdout"], "1\n", "{reply}");
+    session.hang_up();
+}

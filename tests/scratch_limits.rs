@@ -271,9 +271,10 @@ fn unique_marker(what: &str, runtime: &str) -> String {
     format!("marker-{what}-{runtime}-{}-{nanos}", std::process::id())
 }
 
-/// The scratch directory (`runbox-run-*` in the temp dir) holding `marker`, if any.
+/// The scratch directory (`runbox-run-*` in the server's scratch root) holding `marker`,
+/// if any.
 fn find_scratch(marker: &str) -> Option<PathBuf> {
-    std::fs::read_dir(std::env::temp_dir())
+    std::fs::read_dir(runbox().scratch_root())
         .ok()?
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("runbox-run-"))
@@ -476,21 +477,21 @@ async fn sparse_writes_and_growing_truncates_pay_for_their_size() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_after_the_disk_filled_up_stays_a_crash_and_mentions_the_disk() {
-    // Python reports ENOSPC; the C recursion that follows overflows the wasm stack, which
-    // the full disk did not cause: the run crashed, and the error says both.
-    let code = "try:\n\
-                \x20   with open('/big.bin', 'wb') as f:\n\
-                \x20       while True:\n\
-                \x20           f.write(b'x' * (1 << 20))\n\
-                except OSError as e:\n\
-                \x20   print('full:', e.strerror)\n\
-                import sys, json\n\
-                sys.setrecursionlimit(10**8)\n\
-                json.loads('[' * 1000000 + ']' * 1000000)\n";
-    let out = run("python", code).await;
+    // The program sees ENOSPC, then crashes on its own (`__builtin_trap`): the full disk
+    // did not cause the trap, so the run crashed, and the error says both.
+    let code = "#include <errno.h>\n#include <stdio.h>\n#include <string.h>\n\
+                static char block[1 << 20];\n\
+                int main(void) {\n\
+                    FILE *f = fopen(\"big.bin\", \"wb\");\n\
+                    while (fwrite(block, 1, sizeof block, f) == sizeof block && fflush(f) == 0) {}\n\
+                    printf(\"full: %s\\n\", strerror(errno));\n\
+                    fflush(stdout);\n\
+                    __builtin_trap();\n\
+                }\n";
+    let out = run_with("clang", code, None, Some(Duration::from_secs(60))).await;
     assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
     assert_eq!(out.stdout, format!("full: {NO_SPACE}\n"), "{out:?}");
     let error = out.error.as_deref().unwrap_or_default();
-    assert!(error.contains("stack"), "{out:?}");
+    assert!(error.contains("unreachable"), "{out:?}");
     assert!(error.contains("earlier in the run: disk limit"), "{out:?}");
 }

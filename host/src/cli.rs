@@ -149,10 +149,27 @@ impl GlobalArgs {
         }
     }
 
-    /// Loads the runtimes (fetching and compiling what is missing) off the async runtime.
-    pub async fn load(&self, mut options: RunboxOptions) -> Result<Runbox> {
+    /// Starts the runtimes' preparation in the background (see `preparation.rs`) and
+    /// returns at once: for a server, which must answer before minutes of compiling.
+    pub fn start(&self, options: RunboxOptions) -> Result<Runbox> {
+        let options = self.with_globals(options);
+        Ok(Runbox::start(
+            &self.manifest()?,
+            &self.cache()?,
+            options,
+            self.progress(),
+        )?)
+    }
+
+    fn with_globals(&self, mut options: RunboxOptions) -> RunboxOptions {
         options.scratch_dir = self.scratch_dir.clone();
         options.program_compiler = self.program_compiler;
+        options
+    }
+
+    /// Loads the runtimes (fetching and compiling what is missing) off the async runtime.
+    pub async fn load(&self, options: RunboxOptions) -> Result<Runbox> {
+        let options = self.with_globals(options);
         let manifest = self.manifest()?;
         let cache = self.cache()?;
         let progress = self.progress();

@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
+pub mod preparation;
 pub mod run_thread;
 pub mod sandbox;
 pub mod scratch;

@@ -9,6 +9,8 @@ fn main() -> ExitCode {
     // stdout belongs to the program's output (and to MCP in stdio mode): logs go to stderr.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a client's log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUNBOX_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),

@@ -20,6 +20,7 @@ use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::manifest::Manifest;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
+use crate::preparation::{NotReady, PluginSlot, Preparation};
 use crate::run_thread;
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::disk::{DiskBudget, DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
@@ -102,6 +103,9 @@ pub enum RunError {
     /// The queue or the server's memory is full; the call was not started.
     #[error(transparent)]
     Busy(Busy),
+    /// The runtime is still being prepared, or could not be.
+    #[error(transparent)]
+    NotReady(#[from] NotReady),
 }
 
 /// How to start a [`Runbox`].
@@ -162,7 +166,7 @@ pub enum StartError {
 /// Loaded plugins, ready to run.
 pub struct Runbox {
     engine: SandboxEngine,
-    plugins: IndexMap<String, Arc<LoadedPlugin>>,
+    plugins: IndexMap<String, Arc<PluginSlot>>,
     limits: LimitSettings,
     admission: Admission,
     programs: Arc<ProgramCompiles>,
@@ -176,7 +180,8 @@ const DEADLINE_BACKSTOP: Duration = Duration::from_secs(1);
 const CANCEL_GRACE: Duration = Duration::from_millis(200);
 
 impl Runbox {
-    /// Fetches what is missing, compiles what is not cached, and prepares every plugin.
+    /// Fetches what is missing, compiles what is not cached, and prepares every plugin
+    /// before returning; fails on the first runtime that cannot be prepared.
     /// Blocking: call from a blocking context (it can take minutes the first time).
     pub fn load(
         manifest: &Manifest,
@@ -184,6 +189,36 @@ impl Runbox {
         options: RunboxOptions,
         progress: &Progress,
     ) -> Result<Runbox, StartError> {
+        let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
+        preparer.prepare_all(progress, true)?;
+        Ok(runbox)
+    }
+
+    /// Like [`Runbox::load`], but returns at once and prepares the runtimes on a thread of
+    /// their own: a call for a runtime waits until it is ready (see `preparation.rs`).
+    pub fn start(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+        progress: Progress,
+    ) -> Result<Runbox, StartError> {
+        let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
+        let progress = progress.observed(preparer.observer());
+        std::thread::Builder::new()
+            .name("runbox-prepare".into())
+            .spawn(move || {
+                let _ = preparer.prepare_all(&progress, false);
+            })
+            .map_err(StartError::Executable)?;
+        Ok(runbox)
+    }
+
+    /// Everything but the runtimes themselves, and what prepares them.
+    fn unprepared(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+    ) -> Result<(Runbox, Preparer), StartError> {
         let valid: Vec<String> = manifest.plugins.keys().cloned().collect();
         for name in &options.only {
             if !manifest.plugins.contains_key(name) {
@@ -206,14 +241,12 @@ impl Runbox {
         let linker_err = |e: wasmtime::Error| StartError::Linker(e.into());
         let plugin_linker = plugin_linker(engine.engine()).map_err(linker_err)?;
         let tool_linker = tool_linker(engine.engine()).map_err(linker_err)?;
-        let mut plugins = IndexMap::new();
-        for (name, spec) in &manifest.plugins {
-            if !options.only.is_empty() && !options.only.contains(name) {
-                continue;
-            }
-            let plugin = load_plugin(spec, cache, &engine, &plugin_linker, &tool_linker, progress)?;
-            plugins.insert(name.clone(), Arc::new(plugin));
-        }
+        let plugins: IndexMap<String, Arc<PluginSlot>> = manifest
+            .plugins
+            .iter()
+            .filter(|(name, _)| options.only.is_empty() || options.only.contains(name))
+            .map(|(name, spec)| (name.clone(), Arc::new(PluginSlot::new(spec.clone()))))
+            .collect();
         let compiler_exe = match options.compiler_exe {
             Some(exe) => exe,
             None => std::env::current_exe().map_err(StartError::Executable)?,
@@ -226,7 +259,15 @@ impl Runbox {
         let scratch_dir = options
             .scratch_dir
             .unwrap_or_else(|| cache.root().join("scratch"));
-        Ok(Runbox {
+        let preparer = Preparer {
+            slots: plugins.values().cloned().collect(),
+            current: Arc::default(),
+            cache: cache.clone(),
+            engine: engine.clone(),
+            plugin_linker,
+            tool_linker,
+        };
+        let runbox = Runbox {
             engine,
             plugins,
             limits: options.limits,
@@ -237,7 +278,15 @@ impl Runbox {
             ),
             programs,
             scratch: Arc::new(ScratchRoot::open(&scratch_dir)?),
-        })
+        };
+        Ok((runbox, preparer))
+    }
+
+    /// Whether every runtime is prepared (or failed): nothing is left to wait for.
+    pub fn all_prepared(&self) -> bool {
+        self.plugins
+            .values()
+            .all(|p| !matches!(p.state(), Preparation::Preparing))
     }
 
     pub fn runtimes(&self) -> Vec<RuntimeInfo> {
@@ -269,8 +318,8 @@ impl Runbox {
     /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a
     /// fresh sandbox like any run: in a run slot, under the default deadline.
     pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
-        let plugin = self.plugin_arc(runtime)?;
         let limits = self.run_limits(&LimitOverrides::default())?;
+        let plugin = self.plugin_arc(runtime, limits.timeout).await?;
         let cancel = CancellationToken::new();
         let mut ticket = self
             .admission
@@ -296,14 +345,19 @@ impl Runbox {
         }
     }
 
-    fn plugin_arc(&self, runtime: &str) -> Result<Arc<LoadedPlugin>, RunError> {
-        self.plugins
+    /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.
+    async fn plugin_arc(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, RunError> {
+        let slot = self
+            .plugins
             .get(runtime)
-            .cloned()
             .ok_or_else(|| RunError::UnknownRuntime {
                 name: runtime.to_string(),
                 valid: self.runtime_names(),
-            })
+            })?;
+        if let Some(plugin) = slot.ready() {
+            return Ok(plugin);
+        }
+        Ok(slot.wait_ready(wait).await?)
     }
 
     /// The limits of one run: the request's, within the server's.
@@ -332,8 +386,9 @@ impl Runbox {
         request: RunRequest,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
-        let plugin = self.plugin_arc(&request.runtime)?;
         let limits = self.run_limits(&request.limits)?;
+        // A runtime still being prepared is waited for within the call's own time limit.
+        let plugin = self.plugin_arc(&request.runtime, limits.timeout).await?;
         let payload = request.code.len()
             + request.stdin.as_ref().map_or(0, Vec::len)
             + request.args.iter().map(String::len).sum::<usize>();
@@ -430,7 +485,7 @@ impl Runbox {
                     _ = tokio::time::sleep_until(deadline + Duration::from_millis(20)) => Ended::Deadline,
                     _ = run.cancel.cancelled() => Ended::Cancelled,
                 };
-                Ok(ended)
+                Ok::<Ended, RunError>(ended)
             })
         };
         tokio::pin!(thread);
@@ -448,6 +503,57 @@ impl Runbox {
             None => Ended::Deadline,
         };
         Ok((ended, run))
+    }
+}
+
+/// Prepares the runtimes, in plugins.toml order.
+struct Preparer {
+    slots: Vec<Arc<PluginSlot>>,
+    /// The index of the slot being prepared, for [`Preparer::observer`].
+    current: Arc<std::sync::atomic::AtomicUsize>,
+    cache: Cache,
+    engine: SandboxEngine,
+    plugin_linker: wasmtime::component::Linker<StoreState>,
+    tool_linker: wasmtime::component::Linker<StoreState>,
+}
+
+impl Preparer {
+    /// Tells the slot being prepared what its preparation is doing.
+    fn observer(&self) -> crate::artifact::Observer {
+        let (slots, current) = (self.slots.clone(), self.current.clone());
+        Arc::new(move |step: &str| {
+            if let Some(slot) = slots.get(current.load(std::sync::atomic::Ordering::SeqCst)) {
+                slot.doing(step);
+            }
+        })
+    }
+
+    /// Prepares every runtime. With `stop_at_error`, returns the first failure (nothing
+    /// after it is prepared); otherwise a failed runtime is marked and the rest go on.
+    fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
+        for (i, slot) in self.slots.iter().enumerate() {
+            self.current.store(i, std::sync::atomic::Ordering::SeqCst);
+            let loaded = load_plugin(
+                &slot.spec,
+                &self.cache,
+                &self.engine,
+                &self.plugin_linker,
+                &self.tool_linker,
+                progress,
+            );
+            match loaded {
+                Ok(plugin) => slot.finish(Preparation::Ready(Arc::new(plugin))),
+                Err(e) => {
+                    slot.finish(Preparation::Failed(e.to_string()));
+                    if stop_at_error {
+                        return Err(e);
+                    }
+                    tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
+                    eprintln!("runbox: runtime `{}` could not be prepared: {e}", slot.spec.name);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -562,7 +668,8 @@ fn timeout_note(timeout: Duration) -> String {
 
 /// A trap's status and error. A refused allocation explains the traps it leads to
 /// (`unreachable` from an abort, an out-of-bounds access through a failed allocation);
-/// any other trap is the program's own crash, even after a refusal earlier in the run.
+/// any other trap is the program's own crash, even after a refusal (of memory or disk)
+/// earlier in the run, which its error then mentions.
 fn classify_trap(
     trap: &wasmtime::Error,
     run: &RunContext,
@@ -601,33 +708,32 @@ fn classify_trap(
         run.disk.byte_cap() >> 20,
         run.disk.entry_cap()
     );
-    let after_refusal = matches!(
+    // A refused allocation explains the abort or the bad access it leads to. A full
+    // disk never explains a trap: programs see it as an error (ENOSPC) from the write.
+    let after_memory_refusal = matches!(
         kind,
         Some(wasmtime::Trap::UnreachableCodeReached) | Some(wasmtime::Trap::MemoryOutOfBounds)
     );
-    let refusals = [
+    if after_memory_refusal && run.memory.was_exceeded() {
+        return terminated(memory_note);
+    }
+    if after_memory_refusal && run.memory.parent_was_exceeded() {
+        return terminated(server_note);
+    }
+    let earlier: Vec<String> = [
         (run.memory.was_exceeded(), memory_note),
         (run.memory.parent_was_exceeded(), server_note),
         (run.disk.was_exceeded(), disk_note),
-    ];
-    let earlier: Vec<String> = refusals
-        .into_iter()
-        .filter(|(refused, _)| *refused)
-        .map(|(_, note)| note)
-        .collect();
-    match earlier.first() {
-        Some(note) if after_refusal => terminated(note.clone()),
-        Some(_) => (
-            RunStatus::Crashed,
-            None,
-            Some(format!(
-                "{} (earlier in the run: {})",
-                describe_trap(trap),
-                earlier.join("; ")
-            )),
-        ),
-        None => (RunStatus::Crashed, None, Some(describe_trap(trap))),
+    ]
+    .into_iter()
+    .filter(|(refused, _)| *refused)
+    .map(|(_, note)| note)
+    .collect();
+    let mut error = describe_trap(trap);
+    if !earlier.is_empty() {
+        error = format!("{error} (earlier in the run: {})", earlier.join("; "));
     }
+    (RunStatus::Crashed, None, Some(error))
 }
 
 /// A one-line description of a trap, e.g. `wasm trap: call stack exhausted`.

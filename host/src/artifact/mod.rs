@@ -33,4 +33,4 @@ mod tests;
 
 pub use cache::Cache;
 pub use error::ArtifactError;
-pub use progress::Progress;
+pub use progress::{Observer, Progress};

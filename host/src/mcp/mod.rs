@@ -27,14 +27,15 @@ pub use settings::McpArgs;
 /// an oversized `code` gets a clear tool error instead of silence.
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
-/// `runbox mcp`: checks the settings, loads the runtimes (fetching and compiling what is
-/// missing, progress on stderr), then serves until the client goes away.
+/// `runbox mcp`: checks the settings, starts preparing the runtimes in the background
+/// (fetching and compiling what is missing, progress on stderr) and serves at once, until
+/// the client goes away. A call for a runtime still being prepared waits for it.
 pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let options = args.runbox_options()?;
     if let Some(addr) = args.http {
         http::check_bind(addr, args.token())?;
     }
-    let runbox = Arc::new(global.load(options).await?);
+    let runbox = Arc::new(global.start(options)?);
     let names = runbox.runtime_names().join(", ");
     let server = RunboxServer::new(runbox);
     match args.http {
