@@ -355,7 +355,7 @@ fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
         "clang" => vec![
             ("busy loop", "int main(void) { volatile unsigned long n = 0; for (;;) n++; }"),
             ("sleep", "#include <unistd.h>\nint main(void) { sleep(100); for (volatile int i = 0; ; i++); }"),
-            ("loop around a setjmp-free signal-free spin", "#include <time.h>\nint main(void) { for (;;) { volatile clock_t c = clock(); (void)c; } }"),
+            ("spin reading the clock", "#include <time.h>\nint main(void) { struct timespec t; for (;;) clock_gettime(CLOCK_MONOTONIC, &t); }"),
         ],
         "clangpp" => vec![
             ("busy loop", "int main() { volatile unsigned long n = 0; for (;;) n = n + 1; }"),
