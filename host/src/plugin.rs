@@ -114,8 +114,17 @@ pub fn load_plugin(
         ));
     }
     let key = adapter_key(&adapter_bytes);
+    let step = (!engine.is_compiled(CompiledKind::Plugin, &spec.name, &key)).then(|| {
+        progress.step(format!(
+            "compiling {} plugin component (first run only)…",
+            spec.name
+        ))
+    });
     let component =
         engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || Ok(adapter_bytes))?;
+    if let Some(step) = step {
+        step.done(format!("compiled {} plugin component", spec.name));
+    }
     let adapter = plugin_linker
         .instantiate_pre(&component)
         .and_then(PluginPre::new)

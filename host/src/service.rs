@@ -533,6 +533,7 @@ impl Preparer {
     fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
         for (i, slot) in self.slots.iter().enumerate() {
             self.current.store(i, std::sync::atomic::Ordering::SeqCst);
+            slot.doing("loading it from the cache");
             let loaded = load_plugin(
                 &slot.spec,
                 &self.cache,
