@@ -817,17 +817,28 @@ fn initialize_is_answered_while_runtimes_are_prepared() {
     let started = Instant::now();
     let mut session = RawSession::spawn(&mut cmd);
     let initialized = started.elapsed();
-    assert!(initialized < Duration::from_secs(2), "initialize took {initialized:?}");
+    assert!(
+        initialized < Duration::from_secs(2),
+        "initialize took {initialized:?}"
+    );
     session.call(
         1,
         json!({"runtime": "quickjs", "code": "console.log(1)", "timeout_seconds": 0.001}),
     );
     let early = session.receive();
     assert_eq!(early["result"]["isError"], true, "{early}");
-    let message = early["result"]["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(message.contains("`quickjs` is still being prepared"), "{message}");
+    let message = early["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("`quickjs` is still being prepared"),
+        "{message}"
+    );
     session.call(2, json!({"runtime": "quickjs", "code": "console.log(1)"}));
     let reply = session.receive();
-    assert_eq!(reply["result"]["structuredContent"]["stdout"], "1\n", "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["stdout"], "1\n",
+        "{reply}"
+    );
     session.hang_up();
 }

@@ -346,7 +346,11 @@ impl Runbox {
     }
 
     /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.
-    async fn plugin_arc(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, RunError> {
+    async fn plugin_arc(
+        &self,
+        runtime: &str,
+        wait: Duration,
+    ) -> Result<Arc<LoadedPlugin>, RunError> {
         let slot = self
             .plugins
             .get(runtime)
@@ -550,7 +554,10 @@ impl Preparer {
                         return Err(e);
                     }
                     tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
-                    eprintln!("runbox: runtime `{}` could not be prepared: {e}", slot.spec.name);
+                    eprintln!(
+                        "runbox: runtime `{}` could not be prepared: {e}",
+                        slot.spec.name
+                    );
                 }
             }
         }
