@@ -28,6 +28,9 @@ fn pathological(n: usize, salt: &str) -> String {
     )
 }
 
+/// The tests count this process's compile children, so they must not overlap.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn load(max_compiles: usize) -> Runbox {
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {
@@ -96,6 +99,7 @@ fn cached_programs() -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compile_is_stopped_at_the_runs_deadline() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let rb = load(1);
     let salt = format!("deadline {}", std::process::id());
     let started = Instant::now();
@@ -113,6 +117,7 @@ async fn a_compile_is_stopped_at_the_runs_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_program_is_refused_before_it_is_compiled() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let rb = load(1);
     // 40 MiB of initialised data: a 40 MiB program, past the 32 MiB cap.
     let code = "static volatile char big[40 << 20] = {1};\n\
@@ -125,6 +130,7 @@ async fn an_oversized_program_is_refused_before_it_is_compiled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_completed_runs_leave_programs_in_the_cache() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let rb = load(1);
     let salt = std::process::id();
     // 1 MiB of initialised data makes the program, and so its cache file, unique.
@@ -155,6 +161,7 @@ async fn only_completed_runs_leave_programs_in_the_cache() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compiles_queue_for_the_servers_compile_slots() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let rb = Arc::new(load(1));
     let done = Arc::new(AtomicBool::new(false));
     let most = Arc::new(AtomicUsize::new(0));
