@@ -31,6 +31,9 @@ use serde_json::{json, Value};
 /// The MCP Python SDK the scenarios run with (the newest release when this was written).
 const MCP_SDK: &str = "mcp==2.3.0";
 
+/// The MCP TypeScript SDK (with AJV) that checks the schemas as JavaScript clients do.
+const MCP_TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
+
 // ---------------------------------------------------------------------------------------
 // The Python SDK against the real binary.
 
@@ -66,6 +69,33 @@ fn sdk_python() -> PathBuf {
                 std::fs::write(&marker, "").unwrap();
             }
             python
+        })
+        .clone()
+}
+
+/// A directory with [`MCP_TS_SDK`] in its `node_modules`, installed once with npm and
+/// reused, like the Python venv.
+fn sdk_node_prefix() -> PathBuf {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX
+        .get_or_init(|| {
+            let target = target_dir();
+            std::fs::create_dir_all(&target).unwrap();
+            let prefix = target.join("mcp-node");
+            let marker = prefix.join(format!(".installed-{}", MCP_TS_SDK.replace('/', "_")));
+            let lock = File::create(target.join("mcp-node.lock")).unwrap();
+            lock.lock().expect("lock target/mcp-node.lock");
+            if !marker.exists() {
+                std::fs::create_dir_all(&prefix).unwrap();
+                run_setup(
+                    Command::new("npm")
+                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                        .arg(&prefix)
+                        .arg(MCP_TS_SDK),
+                );
+                std::fs::write(&marker, "").unwrap();
+            }
+            prefix
         })
         .clone()
 }
@@ -139,6 +169,25 @@ fn sdk_stdio_tools_and_schemas() {
     scenario("over_stdio.py", "schemas");
 }
 
+/// Every schema compiles under AJV's strict mode and every structured result validates,
+/// through the TypeScript SDK's own client (which validates results itself).
+#[test]
+fn typescript_sdk_validates_the_schemas_strictly() {
+    common::runbox();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
+    let out = Command::new("node")
+        .arg(dir.join("validate_schemas.mjs"))
+        .env("RUNBOX_BIN", env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env("RUNBOX_NODE_PREFIX", sdk_node_prefix())
+        .stdin(Stdio::null())
+        .output()
+        .expect("start node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(stderr.contains("ok: no complaints"), "{stderr}");
+}
+
 #[test]
 fn sdk_stdio_run_code_in_every_runtime() {
     scenario("over_stdio.py", "every_runtime");
@@ -172,6 +221,16 @@ fn sdk_http_basic_calls() {
 #[test]
 fn sdk_http_bearer_token() {
     scenario("over_http.py", "token");
+}
+
+#[test]
+fn sdk_http_token_file() {
+    scenario("over_http.py", "token_file");
+}
+
+#[test]
+fn sdk_http_foreign_origin_and_host_get_403() {
+    scenario("over_http.py", "origin_and_host");
 }
 
 #[test]
@@ -372,6 +431,25 @@ fn http_on_a_public_address_needs_a_token() {
 }
 
 #[test]
+fn http_refuses_a_short_token() {
+    let out = runbox_mcp(&["--http", "127.0.0.1:0", "--token", "s3cret-t0ken"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("12 characters long") && stderr.contains("at least 32"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("s3cret-t0ken"),
+        "the token was echoed: {stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn bad_settings_fail_before_loading() {
     let out = runbox_mcp(&["--max-timeout", "0"])
         .stdin(Stdio::null())
@@ -500,6 +578,8 @@ async fn in_process_run_code() {
             error: None,
             truncated: false,
             duration_ms: out.duration_ms,
+            files: Vec::new(),
+            session_id: None,
         }
     );
     assert_eq!(text(&result), out.to_text());

@@ -21,6 +21,7 @@ pub fn describe_from_settings() -> Info {
         language: field("language"),
         version: field("version"),
         extension: field("extension"),
+        session_state: field("session-state") == "true",
     }
 }
 
@@ -46,14 +47,17 @@ pub fn write_file(path: &str, contents: &[u8]) -> std::io::Result<()> {
 
 /// Runs `command` to completion through the host and returns its exit code.
 pub fn spawn(command: process::Command) -> Result<i32, String> {
-    process::spawn(&command).map_err(|e| match e {
+    process::spawn(&command).map_err(|e| spawn_error(&command.program, e))
+}
+
+/// Why `program` could not be started, for the user.
+pub fn spawn_error(program: &str, e: process::SpawnError) -> String {
+    match e {
         process::SpawnError::NotFound(detail) => format!(
-            "cannot start `{}`: no such tool is declared for this runtime, or the file is missing ({detail})",
-            command.program
+            "cannot start `{program}`: no such tool is declared for this runtime, or the file is missing ({detail})"
         ),
         process::SpawnError::InvalidProgram(detail) => format!(
-            "cannot start `{}`: not a runnable WebAssembly program ({detail})",
-            command.program
+            "cannot start `{program}`: not a runnable WebAssembly program ({detail})"
         ),
-    })
+    }
 }

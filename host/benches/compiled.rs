@@ -6,7 +6,8 @@
 //! test: it only prints the numbers. Set `RUNBOX_CACHE_DIR` to share the tests' cache
 //! (default `target/runbox-cache`).
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use runbox::artifact::{Cache, Progress};
@@ -34,19 +35,8 @@ const CASES: &[(&str, &str, &str, &str)] = &[
 /// Targets from issue 4, for the printout.
 const TARGETS: &[Duration] = &[Duration::from_millis(400), Duration::from_millis(2000)];
 
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("RUNBOX_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
-    }
-}
-
 fn main() {
-    // `cargo bench` passes `--bench`; a number among the arguments is the round count.
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(10);
+    let rounds = common::rounds(10);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {
         only: vec!["clang".into(), "clangpp".into()],
@@ -56,7 +46,7 @@ fn main() {
     let started = Instant::now();
     let runbox = Runbox::load(
         &manifest,
-        &Cache::at(cache_dir()),
+        &Cache::at(common::cache_dir()),
         options,
         &Progress::stderr(),
     )
@@ -88,23 +78,14 @@ fn main() {
         };
         run(); // warm-up: the produced program is compiled and cached here
         let mut times: Vec<Duration> = (0..rounds).map(|_| run()).collect();
-        times.sort();
-        let median = if rounds % 2 == 1 {
-            times[rounds / 2]
-        } else {
-            (times[rounds / 2 - 1] + times[rounds / 2]) / 2
-        };
+        let median = common::median(&mut times);
         println!(
             "{name:<42} median {:>7.1} ms  min {:>7.1} ms  max {:>7.1} ms  (target ≤ {} ms: {})",
-            ms(median),
-            ms(times[0]),
-            ms(times[rounds - 1]),
+            common::ms(median),
+            common::ms(times[0]),
+            common::ms(times[rounds - 1]),
             target.as_millis(),
             if median <= *target { "met" } else { "MISSED" }
         );
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -8,8 +8,11 @@
 //! pathological program (one function with N live call results) to show how compile
 //! time grows. Not a test: it prints the numbers.
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, Instant};
+
+use common::ms;
 
 use runbox::artifact::{Cache, Progress};
 use runbox::engine::ProgramCompiler;
@@ -45,32 +48,8 @@ fn pathological(n: usize) -> String {
     )
 }
 
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("RUNBOX_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
-    }
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    let n = times.len();
-    if n % 2 == 1 {
-        times[n / 2]
-    } else {
-        (times[n / 2 - 1] + times[n / 2]) / 2
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(5);
+    let rounds = common::rounds(5);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
     let salt = std::process::id();
@@ -90,7 +69,7 @@ fn main() {
         };
         let runbox = Runbox::load(
             &manifest,
-            &Cache::at(cache_dir()),
+            &Cache::at(common::cache_dir()),
             options,
             &Progress::hidden(),
         )
@@ -138,7 +117,7 @@ fn main() {
                 out.status.as_str().to_string()
             }
         };
-        let (fresh, cached) = (median(fresh), median(cached));
+        let (fresh, cached) = (common::median(&mut fresh), common::median(&mut cached));
         println!(
             "{:<22} {:>12.1} {:>12.1} {:>14.1} {:>16} {:>16}",
             compiler.name(),

@@ -4,6 +4,9 @@
 //! `cargo bench --bench soak` (3 minutes) or `RUNBOX_SOAK_SECS=60 cargo bench --bench soak`.
 //! Exits non-zero when something did not come back.
 
+mod common;
+
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,11 +59,12 @@ fn open_fds() -> usize {
         .unwrap_or(0)
 }
 
-fn scratch_dirs() -> usize {
-    std::fs::read_dir(std::env::temp_dir())
+/// Entries in this server's scratch root: one directory per run under way.
+fn scratch_dirs(root: &Path) -> usize {
+    std::fs::read_dir(root)
         .map(|d| {
             d.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with("runbox-run-"))
+                .filter(|e| e.path().is_dir())
                 .count()
         })
         .unwrap_or(0)
@@ -89,10 +93,7 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(180);
-    let cache = match std::env::var_os("RUNBOX_CACHE_DIR") {
-        Some(d) => Cache::at(d.into()),
-        None => Cache::at(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/runbox-cache").into()),
-    };
+    let cache = Cache::at(common::cache_dir());
     let manifest = Manifest::builtin().expect("plugins.toml");
     let options = RunboxOptions {
         max_concurrent: 8,
@@ -117,7 +118,7 @@ async fn main() {
         run_one(&rb, i).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (rss0, fds0, dirs0) = (rss_kib(), open_fds(), scratch_dirs());
+    let (rss0, fds0, dirs0) = (rss_kib(), open_fds(), scratch_dirs(rb.scratch_root()));
     eprintln!("soak: baseline RSS {rss0} KiB, {fds0} fds, {dirs0} scratch dirs; running {secs} s");
 
     let done = Arc::new(AtomicUsize::new(0));
@@ -142,7 +143,7 @@ async fn main() {
         peak = peak.max(w.await.unwrap());
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (rss1, fds1, dirs1) = (rss_kib(), open_fds(), scratch_dirs());
+    let (rss1, fds1, dirs1) = (rss_kib(), open_fds(), scratch_dirs(rb.scratch_root()));
     let runs = done.load(Ordering::Relaxed);
     println!("soak: {runs} runs in {secs} s, 8 at a time");
     println!("soak: RSS {rss0} KiB -> {rss1} KiB (peak {peak} KiB)");

@@ -5,7 +5,8 @@
 //! `cargo bench --bench stall` (`-- ROUNDS`, default 30). Not a test: it prints medians
 //! and the 95th percentile, alone and beside the hogs.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,17 +25,8 @@ const HOG: &str = "import os\n\
                    \x20   os.fsync(fd)\n\
                    \x20   os.close(fd)\n";
 
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("RUNBOX_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
-    }
-}
-
 fn percentile(times: &mut [Duration], p: f64) -> f64 {
-    times.sort();
-    let i = ((times.len() as f64 - 1.0) * p).round() as usize;
-    times[i].as_secs_f64() * 1000.0
+    common::ms(common::percentile(times, p))
 }
 
 async fn hellos(runbox: &Runbox, rounds: usize) -> Vec<Duration> {
@@ -58,10 +50,7 @@ async fn hellos(runbox: &Runbox, rounds: usize) -> Vec<Duration> {
 }
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(30);
+    let rounds = common::rounds(30);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {
         only: vec!["python".into(), "quickjs".into()],
@@ -70,7 +59,7 @@ fn main() {
     let runbox = Arc::new(
         Runbox::load(
             &manifest,
-            &Cache::at(cache_dir()),
+            &Cache::at(common::cache_dir()),
             options,
             &Progress::hidden(),
         )

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::artifact::{Cache, Progress};
 use crate::conformance::check_plugin;
 use crate::engine::{ProgramCompiler, SandboxEngine};
+use crate::files::ReturnCaps;
 use crate::manifest::Manifest;
 use crate::outcome::RunStatus;
 use crate::plugin::cache_state;
@@ -109,6 +110,15 @@ pub struct RunArgs {
     /// Output limit per stream in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub output_bytes: usize,
+    /// An input file placed in the program's working directory: PATH keeps its file name,
+    /// NAME=PATH places the host file PATH at NAME (a relative path). Repeat for more
+    /// (at most 100 files, 32 MiB in total).
+    #[arg(long = "file", value_name = "[NAME=]PATH")]
+    pub files: Vec<String>,
+    /// Write the files the program created or changed under this directory (created
+    /// if missing); without it they are only listed on stderr.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Arguments for the program.
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -204,6 +214,68 @@ pub async fn main(cli: Cli) -> Result<u8> {
     }
 }
 
+/// `--file PATH` or `--file NAME=PATH`: the name in the sandbox and the host file's bytes.
+fn read_input_file(spec: &str) -> Result<(String, Vec<u8>)> {
+    let (name, path) = match spec.split_once('=') {
+        Some((name, path)) if !name.is_empty() => (name.to_string(), PathBuf::from(path)),
+        _ => {
+            let path = PathBuf::from(spec);
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .with_context(|| format!("--file {spec}: no file name to use; write NAME={spec}"))?
+                .to_string();
+            (name, path)
+        }
+    };
+    let bytes =
+        std::fs::read(&path).with_context(|| format!("--file: cannot read {}", path.display()))?;
+    Ok((name, bytes))
+}
+
+/// Writes the run's output files under `out` (or only lists them), telling stderr.
+fn save_output_files(
+    files: &[crate::files::OutputFile],
+    out: Option<&std::path::Path>,
+    err: &mut impl Write,
+) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let Some(out) = out else {
+        let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        writeln!(
+            err,
+            "runbox: output files (save them with --out DIR): {}",
+            names.join(", ")
+        )?;
+        return Ok(());
+    };
+    for file in files {
+        let Some(bytes) = &file.contents else {
+            writeln!(
+                err,
+                "runbox: {} ({} bytes) could not be read back",
+                file.path, file.size
+            )?;
+            continue;
+        };
+        // The path came from the sandbox's own directory listing: relative, no `..`
+        // (checked again, as the host writes here).
+        crate::files::normalize_path(&file.path)
+            .map_err(|rule| anyhow::anyhow!("output file `{}`: {rule}", file.path))?;
+        let target = out.join(&file.path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&target, bytes)
+            .with_context(|| format!("cannot write {}", target.display()))?;
+        writeln!(err, "runbox: wrote {}", target.display())?;
+    }
+    Ok(())
+}
+
 async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
     let timeout = crate::mcp::settings::seconds("--timeout", args.timeout)?;
     let memory_bytes = crate::mcp::settings::memory_bytes("--memory-mb", args.memory_mb)?;
@@ -222,6 +294,11 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         ),
         None => None,
     };
+    let files = args
+        .files
+        .iter()
+        .map(|spec| read_input_file(spec))
+        .collect::<Result<Vec<_>>>()?;
     let options = RunboxOptions {
         limits: LimitSettings {
             default_timeout: timeout,
@@ -260,6 +337,14 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
                 stdin,
                 args: args.args,
                 limits: LimitOverrides::default(),
+                files,
+                // A terminal has no message size to protect: every file the run's scratch
+                // cap let it write comes back.
+                return_caps: ReturnCaps {
+                    file_bytes: u64::MAX,
+                    total_bytes: u64::MAX,
+                },
+                session_id: None,
             },
             cancel,
         )
@@ -279,6 +364,7 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
     if let Some(e) = &outcome.error {
         writeln!(err, "runbox: {}: {e}", outcome.status.as_str())?;
     }
+    save_output_files(&outcome.files, args.out.as_deref(), &mut err)?;
     Ok(match outcome.status {
         RunStatus::Completed => exit_status_byte(outcome.exit_code.unwrap_or(0)),
         RunStatus::Timeout => EXIT_TIMEOUT,

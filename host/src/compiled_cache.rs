@@ -136,7 +136,7 @@ impl CompiledCache {
             })
             .collect();
         // Newest first: keep from the front while within both caps.
-        files.sort_by(|a, b| b.0.cmp(&a.0));
+        files.sort_by_key(|f| std::cmp::Reverse(f.0));
         let mut kept_bytes = 0u64;
         for (i, (_, len, path)) in files.iter().enumerate() {
             kept_bytes = kept_bytes.saturating_add(*len);

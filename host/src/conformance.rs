@@ -115,6 +115,7 @@ mod tests {
             truncated: false,
             duration: Duration::ZERO,
             raw: Default::default(),
+            files: Vec::new(),
         }
     }
 

@@ -1,8 +1,10 @@
 //! runbox: run untrusted code in WebAssembly sandboxes, one component plugin per language.
 //!
-//! Reading order for one request: [`service`] (limits, scratch, outcome) →
-//! [`sandbox::store`] (a program's WASI context) → [`sandbox`]'s `process` host
-//! (spawning tools) → [`componentize`] / [`engine`] (how tools became components).
+//! Reading order for one request: [`mcp::server`] (the tools) → [`service`] (the facade)
+//! → [`run`] (one call: admission, a sandbox on its own thread, the plugin instance,
+//! how it ended) or [`session`] (calls that share state) → [`sandbox::store`] (a
+//! program's WASI context) → [`sandbox`]'s `process` host (spawning tools) →
+//! [`componentize`] / [`engine`] (how tools became components).
 
 pub mod adapters;
 pub mod artifact;
@@ -11,13 +13,18 @@ pub mod compiled_cache;
 pub mod componentize;
 pub mod conformance;
 pub mod engine;
+pub mod files;
+pub mod limits;
 pub mod manifest;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
 pub mod preparation;
+pub mod run;
 pub mod run_thread;
 pub mod sandbox;
 pub mod scratch;
 pub mod server_bounds;
 pub mod service;
+pub mod session;
+pub mod snapshot;

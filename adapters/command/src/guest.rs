@@ -1,11 +1,15 @@
 //! The component's side of `runbox:plugin`: reads the settings, prepares the scratch
-//! directory and spawns the tool. The command-line logic is in [`crate::plan`].
+//! directory and spawns the tool, once per run or, in a session, as a resident driver.
+//! The command-line logic is in [`crate::plan`].
 
-use crate::plan::{self, scratch_path, values};
+use std::cell::RefCell;
 
-wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
+use crate::plan::{self, scratch_path, values, Driver, Invocation, SESSION_STATUS, SESSION_STDIN};
+
+wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
 
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
+use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
 use runbox::plugin::{config, process};
 
 #[path = "../../shared/guest_io.rs"]
@@ -22,17 +26,11 @@ impl Guest for Adapter {
 
     fn run(request: RunRequest) -> Result<i32, String> {
         let invocation = plan::invocation(&config::settings(), &request.args)?;
-        guest_io::write_files(&request.files)?;
-        for (path, contents) in &invocation.files {
-            guest_io::write_file(path, contents.as_bytes())
-                .map_err(|e| format!("cannot write `{path}`: {e}"))?;
-        }
+        prepare(&invocation, &request)?;
         if let Some(path) = &invocation.stdin_file {
             guest_io::write_file(path, request.stdin.as_deref().unwrap_or_default())
                 .map_err(|e| format!("cannot write the standard input to `{path}`: {e}"))?;
         }
-        guest_io::write_file(&invocation.entry, request.code.as_bytes())
-            .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))?;
         guest_io::spawn(process::Command {
             program: invocation.program,
             args: invocation.args,
@@ -40,4 +38,101 @@ impl Guest for Adapter {
             stdin: request.stdin,
         })
     }
+}
+
+/// Writes what every run needs into scratch: the request's files, the settings' files,
+/// and the program text.
+fn prepare(invocation: &Invocation, request: &RunRequest) -> Result<(), String> {
+    guest_io::write_files(&request.files)?;
+    for (path, contents) in &invocation.files {
+        guest_io::write_file(path, contents.as_bytes())
+            .map_err(|e| format!("cannot write `{path}`: {e}"))?;
+    }
+    guest_io::write_file(&invocation.entry, request.code.as_bytes())
+        .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))
+}
+
+impl SessionGuest for Adapter {
+    type Session = Session;
+}
+
+/// A session. With a `session-argv` setting the runtime keeps state: a driver program
+/// stays alive between calls. For each call the adapter writes the program to `entry`
+/// and its standard input to `/.runbox/stdin`, then feeds the driver one line (`run`);
+/// the driver runs the program in the namespace of the calls before it, writes its exit
+/// status (a decimal number) to `/.runbox/status`, and reads its next line. Without
+/// `session-argv`, each call runs the tool anew (the files stay).
+pub struct Session {
+    driver: RefCell<Option<process::Resident>>,
+}
+
+impl GuestSession for Session {
+    fn new() -> Self {
+        // Started now, so the first call does not wait for the interpreter; if that
+        // fails, the first call tries again and reports why.
+        let driver = plan::invocation(&config::settings(), &[])
+            .ok()
+            .and_then(|invocation| invocation.driver)
+            .and_then(|driver| start(&driver, &invocation_env()).ok());
+        Session {
+            driver: RefCell::new(driver),
+        }
+    }
+
+    fn run(&self, request: RunRequest) -> Result<i32, String> {
+        let invocation = plan::invocation(&config::settings(), &request.args)?;
+        let Some(driver) = &invocation.driver else {
+            return Adapter::run(request);
+        };
+        prepare(&invocation, &request)?;
+        guest_io::write_file(SESSION_STDIN, request.stdin.as_deref().unwrap_or_default())
+            .map_err(|e| format!("cannot write the standard input to `{SESSION_STDIN}`: {e}"))?;
+        let _ = std::fs::remove_file(SESSION_STATUS);
+        let mut slot = self.driver.borrow_mut();
+        let resident = match slot.take() {
+            Some(resident) => resident,
+            None => start(driver, &invocation.env)?,
+        };
+        match resident.feed(b"run\n") {
+            None => {
+                *slot = Some(resident);
+                let status = std::fs::read_to_string(SESSION_STATUS).map_err(|e| {
+                    format!(
+                        "the session's driver reported no exit status in `{SESSION_STATUS}`: {e}"
+                    )
+                })?;
+                status.trim().parse().map_err(|_| {
+                    format!(
+                        "the session's driver wrote `{}` as the exit status, not a number",
+                        status.trim()
+                    )
+                })
+            }
+            Some(code) => {
+                // The interpreter itself ended (the program exited it): the next call
+                // starts a new one.
+                eprintln!(
+                    "runbox: the interpreter exited with {code}; the next call starts a new one, without the state of earlier calls"
+                );
+                Ok(code)
+            }
+        }
+    }
+}
+
+fn invocation_env() -> Vec<(String, String)> {
+    plan::invocation(&config::settings(), &[])
+        .map(|i| i.env)
+        .unwrap_or_default()
+}
+
+/// Starts the session's driver; it runs until it first waits for a request.
+fn start(driver: &Driver, env: &[(String, String)]) -> Result<process::Resident, String> {
+    process::Resident::start(&process::Command {
+        program: driver.program.clone(),
+        args: driver.args.clone(),
+        env: env.to_vec(),
+        stdin: None,
+    })
+    .map_err(|e| guest_io::spawn_error(&driver.program, e))
 }

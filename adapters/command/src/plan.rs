@@ -3,6 +3,11 @@
 /// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
 pub type Settings = [(String, Vec<String>)];
 
+/// Where a session's driver reads the current call's standard input.
+pub const SESSION_STDIN: &str = "/.runbox/stdin";
+/// Where a session's driver writes the current call's exit status.
+pub const SESSION_STATUS: &str = "/.runbox/status";
+
 /// What the adapter does for one run.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Invocation {
@@ -19,6 +24,15 @@ pub struct Invocation {
     pub stdin_file: Option<String>,
     /// Files the settings ask for (`"file:NAME" = "contents"`): absolute path, contents.
     pub files: Vec<(String, String)>,
+    /// The session driver (`session-argv`), when the runtime keeps state in sessions.
+    pub driver: Option<Driver>,
+}
+
+/// A session's driver: the program kept alive between calls (see `guest.rs`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Driver {
+    pub program: String,
+    pub args: Vec<String>,
 }
 
 /// Works out the invocation for a run with the program arguments `run_args`.
@@ -37,6 +51,21 @@ pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation
         Some([path]) => Some(absolute(path).map_err(|e| format!("setting `stdin-file`: {e}"))?),
         Some(_) => return Err("setting `stdin-file` must be one file name, not a list".into()),
     };
+    let driver = match values(settings, "session-argv") {
+        None => None,
+        Some(items) => {
+            let mut items = items
+                .iter()
+                .map(|item| substitute(item, |key| session_placeholder(settings, &entry, key)));
+            let program = items
+                .next()
+                .ok_or("setting `session-argv` is empty; its first item must be the tool's name")?;
+            Some(Driver {
+                program,
+                args: items.collect(),
+            })
+        }
+    };
     Ok(Invocation {
         entry,
         program,
@@ -44,7 +73,17 @@ pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation
         env,
         stdin_file,
         files: setting_files(settings)?,
+        driver,
     })
+}
+
+/// `{session-stdin}` and `{session-status}` in `session-argv`, besides what `argv` has.
+fn session_placeholder<'a>(settings: &'a Settings, entry: &'a str, key: &str) -> Option<&'a str> {
+    match key {
+        "session-stdin" => Some(SESSION_STDIN),
+        "session-status" => Some(SESSION_STATUS),
+        _ => placeholder(settings, entry, key),
+    }
 }
 
 /// The files of `"file:NAME"` settings; a list value is joined with newlines.
@@ -222,11 +261,16 @@ mod tests {
             ("argv", &["php"]),
             ("file:../escape", &["x"]),
         ]);
-        assert!(invocation(&bad, &[]).unwrap_err().contains("file:../escape"));
-        let bad = settings(&[("entry", &["m"]), ("argv", &["p"]), ("stdin-file", &["/abs"])]);
+        assert!(invocation(&bad, &[])
+            .unwrap_err()
+            .contains("file:../escape"));
+        let bad = settings(&[
+            ("entry", &["m"]),
+            ("argv", &["p"]),
+            ("stdin-file", &["/abs"]),
+        ]);
         assert!(invocation(&bad, &[]).unwrap_err().contains("stdin-file"));
     }
-
 
     fn python() -> Vec<(String, Vec<String>)> {
         settings(&[
@@ -255,8 +299,34 @@ mod tests {
                 env: vec![("HOME".into(), "/".into()), ("A".into(), "b=c".into())],
                 stdin_file: None,
                 files: vec![],
+                driver: None,
             }
         );
+    }
+
+    #[test]
+    fn a_session_driver_gets_its_paths() {
+        let mut s = python();
+        s.push((
+            "session-argv".into(),
+            strings(&[
+                "python",
+                "serve('{entry}', '{session-stdin}', '{session-status}')",
+            ]),
+        ));
+        let inv = invocation(&s, &[]).unwrap();
+        assert_eq!(
+            inv.driver,
+            Some(Driver {
+                program: "python".into(),
+                args: strings(&["serve('/main.py', '/.runbox/stdin', '/.runbox/status')"]),
+            })
+        );
+        let mut empty = python();
+        empty.push(("session-argv".into(), vec![]));
+        assert!(invocation(&empty, &[])
+            .unwrap_err()
+            .contains("session-argv"));
     }
 
     #[test]

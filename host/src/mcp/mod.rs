@@ -1,8 +1,14 @@
-//! `runbox mcp`: the MCP server. [`server`] is the handler (the `run_code` and
-//! `list_runtimes` tools), [`schema`] the shapes clients see, [`settings`] the flags; the
-//! transports are stdio (below) and streamable HTTP ([`http`]).
+//! `runbox mcp`: the MCP server. [`server`] is the handler (the `run_code`,
+//! `list_runtimes`, `create_session` and `close_session` tools), [`arguments`] checks
+//! what calls send, [`content`] and [`schema`] are the shapes clients see, [`progress`]
+//! keeps long calls alive, [`settings`] are the flags; the transports are stdio (below)
+//! and streamable HTTP ([`http`], guarded by [`access`]).
 
+pub mod access;
+pub mod arguments;
+pub mod content;
 pub mod http;
+pub mod progress;
 pub mod schema;
 pub mod server;
 pub mod settings;
@@ -32,15 +38,16 @@ pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// the client goes away. A call for a runtime still being prepared waits for it.
 pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let options = args.runbox_options()?;
+    let access = args.http_access()?;
     if let Some(addr) = args.http {
-        http::check_bind(addr, args.token())?;
+        http::check_bind(addr, &access)?;
     }
     let runbox = Arc::new(global.start(options)?);
     let names = runbox.runtime_names().join(", ");
-    let server = RunboxServer::new(runbox);
-    match args.http {
+    let server = RunboxServer::new(runbox.clone());
+    let served = match args.http {
         Some(addr) => {
-            http::serve(server, addr, args.token().map(str::to_owned), |url| {
+            http::serve(server, addr, &access, |url| {
                 eprintln!("runbox: serving MCP at {url} ({names})");
             })
             .await
@@ -49,7 +56,10 @@ pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
             eprintln!("runbox: serving MCP on stdio ({names})");
             serve_stdio(server).await
         }
-    }
+    };
+    // Every session's files go with the server.
+    runbox.close_all_sessions();
+    served
 }
 
 /// Serves one client on stdin/stdout. stdout carries only protocol messages.

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::files::OutputFile;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::service::{LimitSettings, RuntimeInfo};
 
@@ -17,8 +18,8 @@ use crate::service::{LimitSettings, RuntimeInfo};
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCodeInput {
-    /// The runtime to run the code in.
-    pub runtime: String,
+    /// The runtime to run the code in; required unless `session_id` is given.
+    pub runtime: Option<String>,
     /// The program's source text, as it would be written to a file.
     pub code: String,
     #[schemars(
@@ -29,9 +30,101 @@ pub struct RunCodeInput {
     /// Wall-clock limit in seconds; fractions allowed.
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
+    #[schemars(
+        description = "Input files, placed in the program's working directory before it starts \
+                       (at most 100 files, 32 MiB decoded in total).",
+        extend("maxItems" = 100)
+    )]
+    pub files: Option<Vec<FileInput>>,
+    #[schemars(
+        description = "Run inside this session (from create_session): variables, functions and \
+                       imports of earlier calls carry over where the runtime keeps state, and \
+                       the working directory's files always do. `runtime` may then be left out.",
+        extend("x-mcp-header" = "Session")
+    )]
+    pub session_id: Option<String>,
 }
 
-/// How a run ended (SPEC.md).
+/// The arguments of `create_session`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionInput {
+    /// The runtime of the session.
+    pub runtime: String,
+}
+
+/// The `structuredContent` of `create_session`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CreateSessionOutput {
+    /// Pass this as `session_id` to run_code (and to close_session).
+    pub session_id: String,
+    /// The session's runtime.
+    pub runtime: String,
+    /// The session ends after this many seconds without calls.
+    pub idle_timeout_seconds: f64,
+    /// Whether variables, functions and imports carry over between calls (files always do).
+    pub session_state: bool,
+}
+
+/// The arguments of `close_session`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloseSessionInput {
+    /// The session to end; its files are removed.
+    #[schemars(extend("x-mcp-header" = "Session"))]
+    pub session_id: String,
+}
+
+/// The `structuredContent` of `close_session`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CloseSessionOutput {
+    /// The session that ended.
+    pub session_id: String,
+    /// Always true: the session and its files are gone.
+    pub closed: bool,
+}
+
+/// One input file of `run_code`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileInput {
+    /// Relative path in the working directory, `/`-separated (a leading `/` means the
+    /// same), without `..` or empty parts, e.g. `data/input.csv`.
+    pub path: String,
+    /// The file's content: text, or base64 when `encoding` is `base64`.
+    pub content: String,
+    /// How `content` is written: `utf-8` (the default) or `base64` (for binary files).
+    #[schemars(extend("enum" = ["utf-8", "base64"]))]
+    pub encoding: Option<String>,
+}
+
+impl From<&OutputFile> for FileOutput {
+    fn from(file: &OutputFile) -> Self {
+        FileOutput {
+            path: file.path.clone(),
+            size: file.size,
+            mime_type: file.mime_type.clone(),
+            returned: file.contents.is_some(),
+        }
+    }
+}
+
+/// One output file in `run_code`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileOutput {
+    /// Relative to the working directory, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The MIME type, from the file's extension (`text/plain` for other UTF-8 text,
+    /// `application/octet-stream` for other bytes).
+    pub mime_type: String,
+    /// True when the file is in the result's `content` (an image, or an embedded
+    /// resource); false when it was past the caps (8 MiB per file, 16 MiB in total).
+    pub returned: bool,
+}
+
+/// How a run ended (README, "Tools").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
@@ -87,6 +180,10 @@ pub struct RunCodeOutput {
     pub truncated: bool,
     /// How long the run took, in milliseconds.
     pub duration_ms: f64,
+    /// The files the run created or changed in its working directory, in path order.
+    pub files: Vec<FileOutput>,
+    /// The session the run belongs to, or null.
+    pub session_id: Option<String>,
 }
 
 impl From<RunOutcome> for RunCodeOutput {
@@ -101,6 +198,8 @@ impl From<RunOutcome> for RunCodeOutput {
             truncated: outcome.truncated,
             // Microsecond precision is plenty, and keeps the number short.
             duration_ms: (outcome.duration.as_secs_f64() * 1e6).round() / 1e3,
+            files: outcome.files.iter().map(FileOutput::from).collect(),
+            session_id: None,
         }
     }
 }
@@ -130,6 +229,20 @@ impl RunCodeOutput {
         if self.stdout.is_empty() && self.stderr.is_empty() {
             text.push_str("(no output)\n");
         }
+        if !self.files.is_empty() {
+            text.push_str("--- files ---\n");
+            for f in &self.files {
+                let note = if f.returned {
+                    ""
+                } else {
+                    ", not returned: past the caps"
+                };
+                text.push_str(&format!(
+                    "{} ({} bytes, {}{note})\n",
+                    f.path, f.size, f.mime_type
+                ));
+            }
+        }
         text
     }
 }
@@ -147,6 +260,9 @@ pub struct RuntimeEntry {
     pub extension: String,
     /// A short program that runs in it.
     pub sample: Option<String>,
+    /// Whether a session keeps variables, functions and imports between calls (files
+    /// carry over in every session).
+    pub session_state: bool,
 }
 
 impl From<RuntimeInfo> for RuntimeEntry {
@@ -157,6 +273,7 @@ impl From<RuntimeInfo> for RuntimeEntry {
             version: info.version,
             extension: info.extension,
             sample: info.sample,
+            session_state: info.session_state,
         }
     }
 }
@@ -172,15 +289,25 @@ pub struct Limits {
     pub memory_mb: u64,
     /// Output kept per stream, in bytes.
     pub output_bytes: u64,
+    /// Sessions open at once, at most.
+    pub max_sessions: u64,
+    /// A session ends after this many seconds without calls.
+    pub session_idle_timeout_seconds: f64,
 }
 
-impl From<&LimitSettings> for Limits {
-    fn from(limits: &LimitSettings) -> Self {
+impl Limits {
+    pub fn new(
+        limits: &LimitSettings,
+        max_sessions: usize,
+        session_idle: std::time::Duration,
+    ) -> Self {
         Limits {
             default_timeout_seconds: limits.default_timeout.as_secs_f64(),
             max_timeout_seconds: limits.max_timeout.as_secs_f64(),
             memory_mb: limits.memory_bytes >> 20,
             output_bytes: limits.output_bytes as u64,
+            max_sessions: max_sessions as u64,
+            session_idle_timeout_seconds: session_idle.as_secs_f64(),
         }
     }
 }
@@ -197,7 +324,8 @@ pub struct ListRuntimesOutput {
 /// `run_code`'s input schema as generated from [`RunCodeInput`], before start-up adds the
 /// runtime names (see [`run_code_input_schema`]).
 pub fn run_code_base_input_schema() -> Arc<JsonObject> {
-    schema_for_input::<RunCodeInput>().expect("RunCodeInput is an object")
+    let schema = schema_for_input::<RunCodeInput>().expect("RunCodeInput is an object");
+    standard_formats_only(&schema)
 }
 
 /// `run_code`'s input schema: `runtime` becomes an enum of the loaded runtimes.
@@ -211,11 +339,13 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
         .map(|r| format!("{} ({} {})", r.name, r.language, r.version))
         .collect();
     if let Some(Value::Object(runtime)) = properties.get_mut("runtime") {
+        // `Option<String>` is `["string", "null"]`; a runtime is a name, or left out.
+        runtime.insert("type".into(), json!("string"));
         runtime.insert("enum".into(), json!(names));
         runtime.insert(
             "description".into(),
             json!(format!(
-                "The runtime to run the code in: {}.",
+                "The runtime to run the code in: {}. Required unless `session_id` is given.",
                 listed.join(", ")
             )),
         );
@@ -234,9 +364,110 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
     Arc::new(schema)
 }
 
+/// `create_session`'s input schema: `runtime` is an enum of the loaded runtimes.
+pub fn create_session_input_schema(runtimes: &[RuntimeInfo]) -> Arc<JsonObject> {
+    let mut schema = create_session_base_input_schema().as_ref().clone();
+    let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
+    let listed: Vec<String> = runtimes
+        .iter()
+        .map(|r| {
+            let state = if r.session_state {
+                "keeps state"
+            } else {
+                "keeps files only"
+            };
+            format!("{} ({state})", r.name)
+        })
+        .collect();
+    if let Some(Value::Object(runtime)) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("runtime"))
+    {
+        runtime.insert("enum".into(), json!(names));
+        runtime.insert(
+            "description".into(),
+            json!(format!(
+                "The runtime of the session: {}.",
+                listed.join(", ")
+            )),
+        );
+    }
+    Arc::new(schema)
+}
+
+/// `create_session`'s input schema before start-up adds the runtime names.
+pub fn create_session_base_input_schema() -> Arc<JsonObject> {
+    standard_formats_only(&schema_for_input::<CreateSessionInput>().expect("an object"))
+}
+
+pub fn create_session_output_schema() -> Arc<JsonObject> {
+    standard_formats_only(&schema_for_output::<CreateSessionOutput>())
+}
+
+pub fn close_session_input_schema() -> Arc<JsonObject> {
+    standard_formats_only(&schema_for_input::<CloseSessionInput>().expect("an object"))
+}
+
+pub fn close_session_output_schema() -> Arc<JsonObject> {
+    standard_formats_only(&schema_for_output::<CloseSessionOutput>())
+}
+
 /// `run_code`'s output schema, generated from [`RunCodeOutput`].
 pub fn run_code_output_schema() -> Arc<JsonObject> {
-    schema_for_output::<RunCodeOutput>()
+    standard_formats_only(&schema_for_output::<RunCodeOutput>())
+}
+
+/// The `format` values JSON Schema (2020-12, section 7.3) defines. schemars also writes
+/// OpenAPI's (`uint64`, `int32`, `double`), which validators such as AJV in strict mode
+/// refuse or warn about on every call.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// `schema` with every non-standard `format` removed, at any depth.
+pub fn standard_formats_only(schema: &JsonObject) -> Arc<JsonObject> {
+    let mut value = Value::Object(schema.clone());
+    drop_nonstandard_formats(&mut value);
+    match value {
+        Value::Object(object) => Arc::new(object),
+        _ => unreachable!("an object stays an object"),
+    }
+}
+
+fn drop_nonstandard_formats(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            let nonstandard = matches!(
+                object.get("format"),
+                Some(Value::String(f)) if !STANDARD_FORMATS.contains(&f.as_str())
+            );
+            if nonstandard {
+                object.remove("format");
+            }
+            // `properties` maps names to schemas: a property may itself be called `format`.
+            object.values_mut().for_each(drop_nonstandard_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nonstandard_formats),
+        _ => {}
+    }
 }
 
 /// A number of seconds as people write it: `10`, `0.5`.
@@ -256,6 +487,7 @@ mod tests {
             version: "1.0".into(),
             extension: "x".into(),
             sample: None,
+            session_state: false,
         }
     }
 
@@ -313,6 +545,8 @@ mod tests {
                 "duration_ms",
                 "error",
                 "exit_code",
+                "files",
+                "session_id",
                 "status",
                 "stderr",
                 "stdout",
@@ -320,6 +554,33 @@ mod tests {
                 "tty"
             ]
         );
+    }
+
+    #[test]
+    fn nonstandard_formats_are_dropped_at_any_depth() {
+        let raw = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint64", "minimum": 0},
+                "when": {"type": "string", "format": "date-time"},
+                "format": {"type": "string"},
+                "list": {"type": "array", "items": {"type": "number", "format": "double"}},
+                "either": {"anyOf": [{"type": "integer", "format": "int32"}, {"type": "null"}]}
+            },
+            "$defs": {"X": {"type": "integer", "format": "uint8"}}
+        });
+        let cleaned = Value::Object(
+            standard_formats_only(raw.as_object().unwrap())
+                .as_ref()
+                .clone(),
+        );
+        let props = &cleaned["properties"];
+        assert_eq!(props["n"], json!({"type": "integer", "minimum": 0}));
+        assert_eq!(props["when"]["format"], "date-time");
+        assert_eq!(props["format"], json!({"type": "string"}));
+        assert_eq!(props["list"]["items"], json!({"type": "number"}));
+        assert_eq!(props["either"]["anyOf"][0], json!({"type": "integer"}));
+        assert_eq!(cleaned["$defs"]["X"], json!({"type": "integer"}));
     }
 
     #[test]
@@ -333,6 +594,8 @@ mod tests {
             error: None,
             truncated: false,
             duration_ms: 1.5,
+            files: Vec::new(),
+            session_id: None,
         };
         assert_eq!(
             out.to_text(),
@@ -347,10 +610,18 @@ mod tests {
             error: Some("time limit reached".into()),
             truncated: false,
             duration_ms: 1000.0,
+            files: vec![FileOutput {
+                path: "big.bin".into(),
+                size: 9 << 20,
+                mime_type: "application/octet-stream".into(),
+                returned: false,
+            }],
+            session_id: None,
         };
         assert_eq!(
             timeout.to_text(),
-            "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)\n"
+            "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)\n\
+             --- files ---\nbig.bin (9437184 bytes, application/octet-stream, not returned: past the caps)\n"
         );
     }
 
@@ -366,6 +637,7 @@ mod tests {
             truncated: false,
             duration: Duration::from_micros(12_345),
             raw: Default::default(),
+            files: Vec::new(),
         };
         assert_eq!(RunCodeOutput::from(outcome).duration_ms, 12.345);
     }

@@ -1,25 +1,34 @@
-//! The MCP handler: the `run_code` and `list_runtimes` tools over a loaded [`Runbox`].
+//! The MCP handler: the `run_code`, `list_runtimes`, `create_session` and `close_session`
+//! tools over a [`Runbox`].
 //!
-//! One request: rmcp parses `tools/call` → [`RunboxServer::run_code`] checks the arguments →
-//! [`Runbox::run`] with a token that rmcp cancels on `notifications/cancelled` or when the
-//! connection ends → the outcome as `structuredContent` plus readable text.
+//! One request: rmcp parses `tools/call` → [`RunboxServer::run_code`] checks the
+//! arguments (`arguments.rs`) → [`Runbox::run`] with a token that rmcp cancels on
+//! `notifications/cancelled` or when the connection ends, while progress notifications
+//! go out for a client that asked (`progress.rs`) → the outcome as `structuredContent`
+//! plus readable text and files (`content.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
 };
-use rmcp::{tool, tool_handler, tool_router, ServerHandler};
-use tokio_util::sync::CancellationToken;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, RoleServer, ServerHandler};
 
-use super::schema::{self, ListRuntimesOutput, RunCodeInput, RunCodeOutput};
+use super::arguments::check_run_code;
+use super::content::{run_result, structured, tool_error};
+use super::progress::with_progress;
+use super::schema::{
+    self, CloseSessionInput, CloseSessionOutput, CreateSessionInput, CreateSessionOutput, Limits,
+    ListRuntimesOutput,
+};
+use crate::files::ReturnCaps;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 
 /// The MCP server: cheap to clone (one per HTTP session), all clones share one [`Runbox`]
-/// and so one limit of concurrent runs.
+/// and so one limit of concurrent runs, and one set of sessions.
 #[derive(Clone)]
 pub struct RunboxServer {
     runbox: Arc<Runbox>,
@@ -28,8 +37,8 @@ pub struct RunboxServer {
 
 #[tool_router]
 impl RunboxServer {
-    /// A handler for the runtimes `runbox` has loaded: their names become `run_code`'s
-    /// `runtime` enum and its description tells a model what it can run.
+    /// A handler for the runtimes `runbox` has loaded: their names become the `runtime`
+    /// enums and `run_code`'s description tells a model what it can run.
     pub fn new(runbox: Arc<Runbox>) -> Self {
         let runtimes = runbox.runtimes();
         let limits = runbox.limits().clone();
@@ -40,6 +49,26 @@ impl RunboxServer {
             .expect("run_code is a tool");
         route.attr.input_schema = schema::run_code_input_schema(&runtimes, &limits);
         route.attr.description = Some(run_code_description(&runtimes, &limits).into());
+        let route = tool_router
+            .map
+            .get_mut("create_session")
+            .expect("create_session is a tool");
+        route.attr.input_schema = schema::create_session_input_schema(&runtimes);
+        route.attr.description = Some(
+            create_session_description(
+                &runtimes,
+                runbox.sessions().idle_timeout().as_secs_f64(),
+                runbox.sessions().max(),
+            )
+            .into(),
+        );
+        // Clients validate these (AJV in JavaScript ones): only standard JSON Schema.
+        for route in tool_router.map.values_mut() {
+            route.attr.input_schema = schema::standard_formats_only(&route.attr.input_schema);
+            if let Some(output) = &route.attr.output_schema {
+                route.attr.output_schema = Some(schema::standard_formats_only(output));
+            }
+        }
         RunboxServer {
             runbox,
             tool_router,
@@ -62,12 +91,18 @@ impl RunboxServer {
     async fn run_code(
         &self,
         Parameters(arguments): Parameters<JsonObject>,
-        cancel: CancellationToken,
+        context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let input = match self.parse_arguments(arguments) {
+        let max_timeout = self.runbox.limits().max_timeout;
+        let input = match check_run_code(arguments, &self.runbox.runtime_names(), max_timeout) {
             Ok(input) => input,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(message) => return tool_error(message),
         };
+        let what = match (&input.session_id, input.runtime.as_str()) {
+            (Some(_), "") => "running in the session".to_string(),
+            (_, runtime) => format!("running {runtime}"),
+        };
+        let session_id = input.session_id.clone();
         let request = RunRequest {
             runtime: input.runtime,
             code: input.code,
@@ -77,17 +112,14 @@ impl RunboxServer {
                 timeout: input.timeout,
                 memory_bytes: None,
             },
+            files: input.files,
+            return_caps: ReturnCaps::default(),
+            session_id: input.session_id,
         };
-        match self.runbox.run(request, cancel).await {
-            Ok(outcome) => {
-                let output = RunCodeOutput::from(outcome);
-                let mut result =
-                    CallToolResult::success(vec![ContentBlock::text(output.to_text())]);
-                result.structured_content =
-                    Some(serde_json::to_value(&output).expect("RunCodeOutput serializes"));
-                result
-            }
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        let run = self.runbox.run(request, context.ct.clone());
+        match with_progress(&context, &what, run).await {
+            Ok(outcome) => run_result(outcome, session_id),
+            Err(e) => tool_error(e.to_string()),
         }
     }
 
@@ -95,7 +127,8 @@ impl RunboxServer {
     #[tool(
         name = "list_runtimes",
         description = "The runtimes run_code accepts (name, language, version, file extension, \
-                       a sample program) and the limits every run gets.",
+                       a sample program, whether a session keeps state) and the limits every \
+                       run gets.",
         annotations(
             title = "List runtimes",
             read_only_hint = true,
@@ -105,78 +138,111 @@ impl RunboxServer {
         )
     )]
     async fn list_runtimes(&self) -> Json<ListRuntimesOutput> {
+        let sessions = self.runbox.sessions();
         Json(ListRuntimesOutput {
             runtimes: self.runbox.runtimes().into_iter().map(Into::into).collect(),
-            limits: self.runbox.limits().into(),
+            limits: Limits::new(
+                self.runbox.limits(),
+                sessions.max(),
+                sessions.idle_timeout(),
+            ),
         })
     }
-}
 
-/// The largest `code` a call may send; larger is a tool error saying so.
-pub const MAX_CODE_BYTES: usize = 4 << 20;
-/// The largest `stdin` a call may send.
-pub const MAX_STDIN_BYTES: usize = 4 << 20;
-
-/// `run_code`'s arguments, checked.
-struct CheckedInput {
-    runtime: String,
-    code: String,
-    stdin: Option<String>,
-    timeout: Option<Duration>,
-}
-
-impl RunboxServer {
-    /// Checks `run_code`'s arguments; the error names the valid runtimes.
-    fn parse_arguments(&self, arguments: JsonObject) -> Result<CheckedInput, String> {
+    /// Start a session (the description is written at start-up).
+    #[tool(
+        name = "create_session",
+        input_schema = schema::create_session_base_input_schema(),
+        output_schema = schema::create_session_output_schema(),
+        annotations(
+            title = "Create a session",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn create_session(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let names = self.runbox.runtime_names();
-        let usage = || {
-            format!(
-                "run_code takes {{\"runtime\": one of {}, \"code\": string, \"stdin\"?: string, \
-                 \"timeout_seconds\"?: number}}",
-                names.join(", ")
-            )
-        };
-        let input: RunCodeInput = serde_json::from_value(arguments.into())
-            .map_err(|e| format!("invalid arguments: {e}; {}", usage()))?;
-        if !names.contains(&input.runtime) {
-            return Err(format!(
-                "unknown runtime `{}`; valid runtimes: {}",
-                input.runtime,
-                names.join(", ")
-            ));
-        }
-        let too_big = |field: &str, len: usize, max: usize| {
-            format!(
-                "invalid arguments: `{field}` is {len} bytes; the limit is {} MiB",
-                max >> 20
-            )
-        };
-        if input.code.len() > MAX_CODE_BYTES {
-            return Err(too_big("code", input.code.len(), MAX_CODE_BYTES));
-        }
-        if let Some(stdin) = input.stdin.as_ref().filter(|s| s.len() > MAX_STDIN_BYTES) {
-            return Err(too_big("stdin", stdin.len(), MAX_STDIN_BYTES));
-        }
-        let max = self.runbox.limits().max_timeout;
-        let timeout = match input.timeout_seconds {
-            None => None,
-            Some(secs) if secs > 0.0 && secs.is_finite() => {
-                Some(Duration::from_secs_f64(secs.min(max.as_secs_f64())))
-            }
-            Some(secs) => {
-                return Err(format!(
-                    "invalid arguments: timeout_seconds must be a number of seconds above 0, \
-                     not {secs}; {}",
-                    usage()
+        let input: CreateSessionInput = match serde_json::from_value(arguments.into()) {
+            Ok(input) => input,
+            Err(e) => {
+                return tool_error(format!(
+                    "invalid arguments: {e}; create_session takes {{\"runtime\": one of {}}}",
+                    names.join(", ")
                 ))
             }
         };
-        Ok(CheckedInput {
-            runtime: input.runtime,
-            code: input.code,
-            stdin: input.stdin,
-            timeout,
-        })
+        let what = format!("starting a {} session", input.runtime);
+        let created = with_progress(&context, &what, self.runbox.create_session(&input.runtime));
+        match created.await {
+            Ok(info) => {
+                let output = CreateSessionOutput {
+                    session_id: info.session_id,
+                    runtime: info.runtime,
+                    idle_timeout_seconds: info.idle_timeout.as_secs_f64(),
+                    session_state: info.keeps_state,
+                };
+                let kept = if output.session_state {
+                    "variables, functions, imports and files"
+                } else {
+                    "files (each call runs the program anew)"
+                };
+                let text = format!(
+                    "session {} ({}) created: pass it as session_id to run_code; {kept} carry \
+                     over between calls; it ends after {} s without calls, or with close_session.",
+                    output.session_id,
+                    output.runtime,
+                    schema::secs(output.idle_timeout_seconds)
+                );
+                structured(vec![ContentBlock::text(text)], &output)
+            }
+            Err(e) => tool_error(e.to_string()),
+        }
+    }
+
+    /// End a session.
+    #[tool(
+        name = "close_session",
+        description = "End a session made by create_session: its interpreter and its files are \
+                       removed. Later calls with its session_id are refused.",
+        input_schema = schema::close_session_input_schema(),
+        output_schema = schema::close_session_output_schema(),
+        annotations(
+            title = "Close a session",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn close_session(&self, Parameters(arguments): Parameters<JsonObject>) -> CallToolResult {
+        let input: CloseSessionInput = match serde_json::from_value(arguments.into()) {
+            Ok(input) => input,
+            Err(e) => {
+                return tool_error(format!(
+                    "invalid arguments: {e}; close_session takes {{\"session_id\": string}}"
+                ))
+            }
+        };
+        match self.runbox.close_session(&input.session_id) {
+            Ok(()) => {
+                let output = CloseSessionOutput {
+                    session_id: input.session_id,
+                    closed: true,
+                };
+                let text = format!(
+                    "session {} closed; its files were removed",
+                    output.session_id
+                );
+                structured(vec![ContentBlock::text(text)], &output)
+            }
+            Err(e) => tool_error(e.to_string()),
+        }
     }
 }
 
@@ -192,7 +258,8 @@ impl ServerHandler for RunboxServer {
             .with_instructions(format!(
                 "runbox runs programs in WebAssembly sandboxes. Call run_code with a runtime \
                  ({names}) and the program's source; list_runtimes tells versions, samples and \
-                 limits."
+                 limits. For multi-step work (load data once, then query it), create_session \
+                 and pass its session_id to run_code."
             ))
     }
 }
@@ -205,20 +272,52 @@ pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) ->
         .collect();
     format!(
         "Run a program in a sandbox and get its output. Runtimes:\n{}\n\n\
-         Each call starts fresh in a WebAssembly sandbox: only the language's standard library \
-         is there (no packages, nothing can be installed), there is no network, no host files, \
-         and no files are kept between calls (scratch files written during a run are gone \
-         afterwards). Give input with `stdin`; command-line arguments are not supported.\n\n\
+         Each call starts fresh in a WebAssembly sandbox: only the runtime's own libraries are \
+         there (nothing can be installed), there is no network, no host files, and no files \
+         are kept between calls unless the call runs in a session (create_session, then pass \
+         session_id). Give input with `stdin` and input files with `files`; files the program \
+         writes in its working directory come back in the result (images as images). In \
+         python, plt.show() saves each figure as figure-N.png, which comes back as an image. \
+         Command-line arguments are not supported.\n\n\
          Limits per run: {} s wall-clock by default (`timeout_seconds` may ask for up to {} s), \
          {} of memory, {} of output per stream.\n\n\
          The result has `status` (completed, crashed, terminated, timeout), `exit_code` \
          (when completed), `stdout`, `stderr`, `tty` (both interleaved as written), `error`, \
-         `truncated` and `duration_ms`. A program that exits non-zero is still `completed`.",
+         `truncated`, `duration_ms`, `files` and `session_id`. A program that exits non-zero \
+         is still `completed`.",
         listed.join("\n"),
         schema::secs(limits.default_timeout.as_secs_f64()),
         schema::secs(limits.max_timeout.as_secs_f64()),
         bytes(limits.memory_bytes),
         bytes(limits.output_bytes as u64),
+    )
+}
+
+/// `create_session`'s description: which runtimes keep state, and how sessions end.
+pub fn create_session_description(
+    runtimes: &[RuntimeInfo],
+    idle_secs: f64,
+    max_sessions: usize,
+) -> String {
+    let keeping: Vec<&str> = runtimes
+        .iter()
+        .filter(|r| r.session_state)
+        .map(|r| r.name.as_str())
+        .collect();
+    format!(
+        "Start a session for multi-step work: pass the returned session_id to run_code, and \
+         each call runs after the ones before it. In {} variables, functions and imports carry \
+         over; in every runtime the working directory's files do. Each call has its own time \
+         limit and stdin; one that times out or crashes resets the interpreter (files stay). \
+         A session ends with close_session, or after {} s without calls; at most {} are open \
+         at once.",
+        if keeping.is_empty() {
+            "no runtime".to_string()
+        } else {
+            keeping.join(", ")
+        },
+        schema::secs(idle_secs),
+        max_sessions
     )
 }
 
@@ -237,21 +336,25 @@ fn bytes(n: u64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn description_names_runtimes_and_limits() {
-        let runtimes = [RuntimeInfo {
+    fn python() -> RuntimeInfo {
+        RuntimeInfo {
             name: "python".into(),
             language: "Python".into(),
-            version: "3.11.3".into(),
+            version: "3.15.0".into(),
             extension: "py".into(),
             sample: None,
-        }];
-        let text = run_code_description(&runtimes, &LimitSettings::default());
+            session_state: true,
+        }
+    }
+
+    #[test]
+    fn description_names_runtimes_and_limits() {
+        let text = run_code_description(&[python()], &LimitSettings::default());
         for needle in [
-            "- python: Python 3.11.3",
-            "standard library",
+            "- python: Python 3.15.0",
             "no network",
-            "no files are kept between calls",
+            "no files are kept between calls unless the call runs in a session",
+            "figure-N.png",
             "10 s wall-clock",
             "up to 60 s",
             "512 MiB of memory",
@@ -259,6 +362,11 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} not in {text}");
         }
+        let text = create_session_description(&[python()], 600.0, 16);
+        assert!(
+            text.contains("In python variables") && text.contains("600 s"),
+            "{text}"
+        );
     }
 
     #[test]

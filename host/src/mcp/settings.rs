@@ -3,13 +3,15 @@
 //! The plugins file and the cache directory are global flags (`--plugins`, `--cache-dir`).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Args;
 
+use super::access::{self, HttpAccess};
 use crate::server_bounds::DEFAULT_MAX_QUEUED;
-use crate::service::{LimitSettings, RunboxOptions};
+use crate::service::{LimitSettings, RunboxOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {
@@ -17,14 +19,31 @@ pub struct McpArgs {
     /// means 127.0.0.1:PORT. Any address but loopback needs --token.
     #[arg(long, env = "RUNBOX_HTTP", value_name = "ADDR", value_parser = parse_http_addr)]
     pub http: Option<SocketAddr>,
-    /// Bearer token HTTP clients must send (`Authorization: Bearer TOKEN`).
+    /// Bearer token HTTP clients must send (`Authorization: Bearer TOKEN`), at least 32
+    /// characters. Prefer --token-file: a flag shows in `ps`.
     #[arg(
         long,
         env = "RUNBOX_TOKEN",
         value_name = "TOKEN",
-        hide_env_values = true
+        hide_env_values = true,
+        conflicts_with = "token_file"
     )]
     pub token: Option<String>,
+    /// Read the bearer token from this file (surrounding whitespace ignored).
+    #[arg(long, env = "RUNBOX_TOKEN_FILE", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// A browser origin allowed to call the HTTP server, like https://app.example:443 or
+    /// http://localhost:* (repeat, or comma-separate). Requests with any other `Origin`
+    /// get 403; requests without one (non-browser clients) are not affected. A loopback
+    /// server always allows loopback origins.
+    #[arg(
+        long = "allow-origin",
+        env = "RUNBOX_ALLOW_ORIGINS",
+        value_name = "ORIGIN",
+        value_delimiter = ',',
+        value_parser = access::check_origin
+    )]
+    pub allow_origins: Vec<String>,
     /// Wall-clock limit of a run that asks for none, in seconds [default: 10, or
     /// --max-timeout when that is lower].
     #[arg(long, env = "RUNBOX_DEFAULT_TIMEOUT", value_name = "SECS")]
@@ -76,6 +95,17 @@ pub struct McpArgs {
     /// more wait, within their own time limit.
     #[arg(long, env = "RUNBOX_MAX_COMPILES", value_name = "N")]
     pub max_compiles: Option<usize>,
+    /// Sessions open at once (create_session); one more is a tool error naming the cap.
+    #[arg(long, env = "RUNBOX_MAX_SESSIONS", value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// A session ends after this many seconds without calls; its files are removed.
+    #[arg(
+        long,
+        env = "RUNBOX_SESSION_IDLE_TIMEOUT",
+        value_name = "SECS",
+        default_value_t = DEFAULT_SESSION_IDLE.as_secs_f64()
+    )]
+    pub session_idle_timeout: f64,
 }
 
 impl Default for McpArgs {
@@ -84,6 +114,8 @@ impl Default for McpArgs {
         McpArgs {
             http: None,
             token: None,
+            token_file: None,
+            allow_origins: Vec::new(),
             default_timeout: None,
             max_timeout: limits.max_timeout.as_secs_f64(),
             memory_mb: limits.memory_bytes >> 20,
@@ -93,6 +125,8 @@ impl Default for McpArgs {
             max_queued: DEFAULT_MAX_QUEUED,
             server_memory_mb: None,
             max_compiles: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE.as_secs_f64(),
         }
     }
 }
@@ -140,6 +174,7 @@ impl McpArgs {
         if self.max_compiles == Some(0) {
             bail!("--max-compiles must be at least 1");
         }
+        let session_idle_timeout = seconds("--session-idle-timeout", self.session_idle_timeout)?;
         Ok(RunboxOptions {
             max_queued: self.max_queued,
             server_memory_bytes,
@@ -153,13 +188,24 @@ impl McpArgs {
             },
             max_concurrent: self.max_concurrent,
             only,
+            max_sessions: self.max_sessions,
+            session_idle_timeout,
             ..defaults
         })
     }
 
-    /// The token HTTP clients must present, if any (an empty token counts as none).
-    pub fn token(&self) -> Option<&str> {
-        self.token.as_deref().filter(|t| !t.is_empty())
+    /// What the HTTP transport checks: the token (from --token-file or --token, checked;
+    /// an empty --token counts as none) and the allowed origins.
+    pub fn http_access(&self) -> Result<HttpAccess> {
+        let token = match (&self.token_file, self.token.as_deref()) {
+            (Some(path), _) => Some(access::token_from_file(path)?),
+            (None, Some(token)) if !token.is_empty() => Some(access::checked_token(token)?),
+            (None, _) => None,
+        };
+        Ok(HttpAccess {
+            token,
+            allow_origins: self.allow_origins.clone(),
+        })
     }
 }
 
@@ -267,6 +313,23 @@ mod tests {
             ..McpArgs::default()
         };
         assert_eq!(args.runbox_options().unwrap().only, ["python", "ruby"]);
+    }
+
+    #[test]
+    fn tokens_are_checked() {
+        let with = |token: &str| McpArgs {
+            token: Some(token.into()),
+            ..McpArgs::default()
+        };
+        assert!(with("s3cret").http_access().is_err());
+        assert_eq!(with("").http_access().unwrap().token, None);
+        let long = "k".repeat(32);
+        assert_eq!(with(&long).http_access().unwrap().token, Some(long));
+        let missing = McpArgs {
+            token_file: Some("/nonexistent/runbox-token".into()),
+            ..McpArgs::default()
+        };
+        assert!(missing.http_access().is_err());
     }
 
     #[test]

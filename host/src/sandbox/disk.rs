@@ -116,9 +116,16 @@ impl DiskBudget {
         self.0.entries.load(Ordering::SeqCst)
     }
 
-    /// Whether any write or creation was refused during the run.
+    /// Whether any write or creation was refused during the run (or, in a session,
+    /// during the current call).
     pub fn was_exceeded(&self) -> bool {
         self.0.refused.load(Ordering::SeqCst)
+    }
+
+    /// Forgets earlier refusals: a session's next call starts with a clean record, while
+    /// the bytes and entries it holds stay charged.
+    pub fn begin_call(&self) {
+        self.0.refused.store(false, Ordering::SeqCst);
     }
 
     /// Takes one entry for a name about to be created.

@@ -25,7 +25,10 @@ use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 pub fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     add_wasi(&mut linker)?;
-    super::bindings::Plugin::add_to_linker::<StoreState, HasSelf<StoreState>>(&mut linker, |s| s)?;
+    super::bindings::SessionPlugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
+        &mut linker,
+        |s| s,
+    )?;
     Ok(linker)
 }
 

@@ -28,6 +28,9 @@ struct Budget {
     used: AtomicUsize,
     peak: AtomicUsize,
     refused: AtomicBool,
+    /// Whether the parent refused a growth this budget asked for (the parent's own flag
+    /// is the whole server's, so it cannot tell which run was refused).
+    parent_refused: AtomicBool,
     /// The budget this one also draws from (the server's, for a run).
     parent: Option<MemoryBudget>,
 }
@@ -48,6 +51,7 @@ impl MemoryBudget {
             used: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             refused: AtomicBool::new(false),
+            parent_refused: AtomicBool::new(false),
             parent,
         }))
     }
@@ -78,7 +82,16 @@ impl MemoryBudget {
 
     /// Whether a growth was refused because the parent (the server) had no room left.
     pub fn parent_was_exceeded(&self) -> bool {
-        self.0.parent.as_ref().is_some_and(|p| p.was_exceeded())
+        self.0.parent_refused.load(Ordering::SeqCst)
+    }
+
+    /// Forgets earlier refusals and starts the peak from what is held now: a session's
+    /// next call starts with a clean record, while the memory its interpreter holds stays
+    /// charged.
+    pub fn begin_call(&self) {
+        self.0.refused.store(false, Ordering::SeqCst);
+        self.0.parent_refused.store(false, Ordering::SeqCst);
+        self.0.peak.store(self.used(), Ordering::SeqCst);
     }
 
     /// A limiter for one new store.
@@ -105,6 +118,7 @@ impl MemoryBudget {
                 Ok(_) => {
                     if let Some(parent) = &b.parent {
                         if !parent.try_take(bytes) {
+                            b.parent_refused.store(true, Ordering::SeqCst);
                             b.used.fetch_sub(bytes, Ordering::SeqCst);
                             return false;
                         }
@@ -254,6 +268,8 @@ mod tests {
         // run_b is within its own cap, but the server has only 30 left.
         assert!(!b.memory_growing(0, 40, None).unwrap());
         assert!(!run_b.was_exceeded() && run_b.parent_was_exceeded());
+        // The server's refusal is run_b's alone: run_a was not refused.
+        assert!(!run_a.parent_was_exceeded());
         assert_eq!(run_b.used(), 0, "a refused growth takes nothing");
         assert!(b.memory_growing(0, 30, None).unwrap());
         drop(a);
@@ -263,5 +279,18 @@ mod tests {
         drop(held);
         drop(b);
         assert_eq!(server.used(), 0);
+    }
+
+    /// A session's next call starts with a clean record; what it holds stays charged.
+    #[test]
+    fn a_new_call_forgets_refusals_but_not_what_is_held() {
+        let budget = MemoryBudget::new(100);
+        let mut l = budget.limiter();
+        assert!(l.memory_growing(0, 60, None).unwrap());
+        assert!(!l.memory_growing(60, 200, None).unwrap());
+        assert!(budget.was_exceeded());
+        budget.begin_call();
+        assert!(!budget.was_exceeded());
+        assert_eq!((budget.used(), budget.peak()), (60, 60));
     }
 }

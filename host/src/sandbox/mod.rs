@@ -1,5 +1,5 @@
-//! One run's sandbox: its scratch directory and read-only mounts, its limits, its
-//! captured output, and the stores its programs run in.
+//! One run's sandbox (or one session's, across its calls): its scratch directory and
+//! read-only mounts, its limits, its captured output, and the stores its programs run in.
 
 pub mod disk;
 pub mod linker;
@@ -8,6 +8,7 @@ pub mod output;
 mod process;
 pub mod program;
 pub mod quota_fs;
+pub mod resident;
 pub mod store;
 
 use std::collections::HashMap;
@@ -29,12 +30,17 @@ use store::StoreState;
 pub mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "plugin",
+        world: "session-plugin",
         imports: {
             "runbox:plugin/process.spawn": async | trappable,
+            "runbox:plugin/process.[static]resident.start": async | trappable,
+            "runbox:plugin/process.[method]resident.feed": async | trappable,
             default: trappable,
         },
         exports: { default: async },
+        with: {
+            "runbox:plugin/process.resident": super::resident::Resident,
+        },
     });
 }
 
@@ -53,8 +59,8 @@ pub struct Mount {
     pub guest: String,
 }
 
-/// Everything the stores of one run share.
-pub struct RunContext {
+/// Everything the stores of one run share; in a session, across its calls.
+pub struct Sandbox {
     pub engine: SandboxEngine,
     /// How produced programs are compiled and linked.
     pub programs: Arc<ProgramCompiles>,
@@ -65,19 +71,33 @@ pub struct RunContext {
     /// The writable scratch directory, preopened at `/`.
     pub scratch: PathBuf,
     pub mounts: Arc<Vec<Mount>>,
+    /// What the current call writes; taken when it ends.
     pub output: OutputCapture,
     pub memory: MemoryBudget,
     /// The scratch directory's cap: bytes of file data and files created.
     pub disk: DiskBudget,
-    pub deadline: Instant,
-    /// Cancelled when the client gives up on the run; every store checks it each tick.
-    pub cancel: CancellationToken,
-    /// Programs this run compiled into the cache: kept only if the run completes.
+    /// The current call's deadline and cancellation, which every store checks each tick.
+    pub clock: CallClock,
+    /// Programs the current call compiled into the cache: kept only if it completes.
     pub new_programs: Mutex<Vec<PathBuf>>,
+    /// Resources (descriptors, streams, …) each of its stores may hold.
+    pub resources_per_store: usize,
 }
 
-impl RunContext {
-    /// Removes the programs this run added to the compiled cache (the run did not
+impl Sandbox {
+    /// Starts a new call: its deadline and cancellation; earlier calls' refusals are
+    /// forgotten (what the sandbox holds stays charged).
+    pub fn begin_call(&self, deadline: Instant, cancel: CancellationToken) {
+        self.clock.set(deadline, cancel);
+        self.memory.begin_call();
+        self.disk.begin_call();
+        self.new_programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Removes the programs this call added to the compiled cache (the call did not
     /// complete, so nothing it produced is kept).
     pub fn forget_new_programs(&self) {
         let programs =
@@ -85,5 +105,40 @@ impl RunContext {
         for path in programs {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// The current call's deadline and cancellation token.
+pub struct CallClock(Mutex<(Instant, CancellationToken)>);
+
+impl CallClock {
+    pub fn new(deadline: Instant, cancel: CancellationToken) -> CallClock {
+        CallClock(Mutex::new((deadline, cancel)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Instant, CancellationToken)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set(&self, deadline: Instant, cancel: CancellationToken) {
+        *self.lock() = (deadline, cancel);
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.lock().0
+    }
+
+    pub fn cancel(&self) -> CancellationToken {
+        self.lock().1.clone()
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.lock().1.is_cancelled()
+    }
+
+    /// Past the deadline, or cancelled: running guests must stop.
+    pub fn is_over(&self) -> bool {
+        let (deadline, cancel) = &*self.lock();
+        Instant::now() >= *deadline || cancel.is_cancelled()
     }
 }

@@ -1,62 +1,118 @@
 //! The host side of `runbox:plugin/process` and `runbox:plugin/config`: a plugin spawns
-//! a declared tool, or a program it wrote into scratch, as a child in the same sandbox.
+//! a declared tool, or a program it wrote into scratch, as a child in the same sandbox,
+//! either to completion (`spawn`) or kept alive between calls (`resident`).
 
 use std::path::{Component as PathComponent, Path, PathBuf};
 use std::sync::Arc;
 
+use wasmtime::component::Resource;
+use wasmtime::Store;
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::I32Exit;
 
 use super::bindings::runbox::plugin::{config, process};
 use super::program::load_program;
-use super::store::{new_store, ProgramIo, StoreState};
-use super::RunContext;
+use super::resident::{Resident, ResidentInput};
+use super::store::{new_store, ProgramIo, Stdin, StoreState};
+use super::Sandbox;
 
 use process::{Command, SpawnError};
 
 impl config::Host for StoreState {
     fn settings(&mut self) -> wasmtime::Result<Vec<(String, Vec<String>)>> {
-        Ok(self.run.settings.as_ref().clone())
+        Ok(self.sandbox.settings.as_ref().clone())
     }
 }
 
 impl process::Host for StoreState {
     async fn spawn(&mut self, command: Command) -> wasmtime::Result<Result<i32, SpawnError>> {
-        let run = self.run.clone();
-        let (argv0, pre) = match resolve_program(&run, &command.program).await? {
-            Ok(found) => found,
+        let stdin = Stdin::Bytes(command.stdin.clone());
+        let (mut store, pre) = match child(&self.sandbox, command, stdin).await? {
+            Ok(child) => child,
             Err(e) => return Ok(Err(e)),
         };
-        let mut argv = vec![argv0];
-        argv.extend(command.args);
-        let io = ProgramIo {
-            argv,
-            env: command.env,
-            stdin: command.stdin,
-        };
-        tracing::debug!(program = %command.program, "spawn");
-        let engine = pre.instance_pre().engine().clone();
-        let mut store = new_store(&run, io, &engine)?;
-        let outcome = async {
-            let instance = pre.instantiate_async(&mut store).await?;
-            instance.wasi_cli_run().call_run(&mut store).await
-        }
-        .await;
-        match outcome {
-            Ok(Ok(())) => Ok(Ok(0)),
-            Ok(Err(())) => Ok(Ok(1)),
-            Err(e) => match e.downcast_ref::<I32Exit>() {
-                Some(I32Exit(code)) => Ok(Ok(*code)),
-                // A trap or a broken limit in the child ends the whole run.
-                None => Err(e),
-            },
-        }
+        run_to_end(&mut store, &pre).await.map(Ok)
+    }
+}
+
+impl process::HostResident for StoreState {
+    async fn start(
+        &mut self,
+        command: Command,
+    ) -> wasmtime::Result<Result<Resource<Resident>, SpawnError>> {
+        let input = ResidentInput::default();
+        let (mut store, pre) =
+            match child(&self.sandbox, command, Stdin::Resident(input.clone())).await? {
+                Ok(child) => child,
+                Err(e) => return Ok(Err(e)),
+            };
+        let program = Box::pin(async move { run_to_end(&mut store, &pre).await });
+        let mut resident = Resident::new(input, program);
+        resident.run_until_waiting().await?;
+        Ok(Ok(self.table.push(resident)?))
+    }
+
+    async fn feed(
+        &mut self,
+        resident: Resource<Resident>,
+        input: Vec<u8>,
+    ) -> wasmtime::Result<Option<i32>> {
+        self.table.get_mut(&resident)?.feed(&input).await
+    }
+
+    fn drop(&mut self, resident: Resource<Resident>) -> wasmtime::Result<()> {
+        self.table.delete(resident)?;
+        Ok(())
+    }
+}
+
+/// A child program's store, ready to instantiate; `Ok(Err(_))` when it cannot be found.
+async fn child(
+    sandbox: &Arc<Sandbox>,
+    command: Command,
+    stdin: Stdin,
+) -> wasmtime::Result<Result<(Store<StoreState>, CommandPre<StoreState>), SpawnError>> {
+    let (argv0, pre) = match resolve_program(sandbox, &command.program).await? {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut argv = vec![argv0];
+    argv.extend(command.args);
+    let io = ProgramIo {
+        argv,
+        env: command.env,
+        stdin,
+    };
+    tracing::debug!(program = %command.program, "spawn");
+    let engine = pre.instance_pre().engine().clone();
+    let store = new_store(sandbox, io, &engine)?;
+    Ok(Ok((store, pre)))
+}
+
+/// Runs a child to its end: its exit code, or the trap (or broken limit) that ends the
+/// whole call.
+async fn run_to_end(
+    store: &mut Store<StoreState>,
+    pre: &CommandPre<StoreState>,
+) -> wasmtime::Result<i32> {
+    let outcome = async {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        instance.wasi_cli_run().call_run(&mut *store).await
+    }
+    .await;
+    match outcome {
+        Ok(Ok(())) => Ok(0),
+        Ok(Err(())) => Ok(1),
+        Err(e) => match e.downcast_ref::<I32Exit>() {
+            Some(I32Exit(code)) => Ok(*code),
+            None => Err(e),
+        },
     }
 }
 
 /// Finds the program a plugin asked for: a declared tool, or a file in scratch.
 async fn resolve_program(
-    run: &Arc<RunContext>,
+    run: &Arc<Sandbox>,
     program: &str,
 ) -> wasmtime::Result<Result<(String, CommandPre<StoreState>), SpawnError>> {
     if let Some(tool) = run.tools.get(program) {

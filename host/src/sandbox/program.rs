@@ -26,7 +26,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use super::store::StoreState;
-use super::RunContext;
+use super::Sandbox;
 use crate::compiled_cache::CompiledKind;
 use crate::componentize::transform_fingerprint;
 use crate::engine::{ProgramCompiler, SandboxEngine};
@@ -76,7 +76,7 @@ fn program_key(bytes: &[u8]) -> String {
 /// run's limits. `Ok(Err(_))` is a program the plugin should hear about; `Err(_)` ends
 /// the run (deadline, memory).
 pub async fn load_program(
-    run: &Arc<RunContext>,
+    run: &Arc<Sandbox>,
     path: &Path,
     guest: &str,
 ) -> wasmtime::Result<Result<CommandPre<StoreState>, InvalidProgram>> {
@@ -133,7 +133,7 @@ fn read_program(path: &Path, guest: &str) -> Result<Vec<u8>, InvalidProgram> {
 
 /// Compiles `bytes` in a child process into `cached`, and loads it.
 async fn compile(
-    run: &Arc<RunContext>,
+    run: &Arc<Sandbox>,
     bytes: Vec<u8>,
     cached: &Path,
     guest: &str,
@@ -160,7 +160,7 @@ async fn compile(
         engine.program_compiler(),
         &bytes,
         &tmp,
-        run.deadline,
+        run.clock.deadline(),
         COMPILER_BASE_BYTES.saturating_add(grant as u64),
     )
     .await;
@@ -193,7 +193,7 @@ async fn compile(
         }
     }
     tmp.persist(cached)?;
-    // Kept only if the run completes (see `RunContext::forget_new_programs`).
+    // Kept only if the run completes (see `Sandbox::forget_new_programs`).
     run.new_programs
         .lock()
         .unwrap_or_else(|e| e.into_inner())

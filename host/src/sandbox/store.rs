@@ -1,7 +1,6 @@
 //! The data of one wasmtime store: the WASI context of one program in the run.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
@@ -12,24 +11,36 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::memory::StoreMemoryLimiter;
 use super::output::Channel;
 use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
-use super::RunContext;
+use super::resident::ResidentInput;
+use super::Sandbox;
 
 /// One program's standard streams and arguments.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ProgramIo {
     /// Full argv, including `argv[0]`.
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// `None`: end of input at once.
-    pub stdin: Option<Vec<u8>>,
+    pub stdin: Stdin,
+}
+
+/// A program's standard input.
+#[derive(Clone, Default)]
+pub enum Stdin {
+    /// These bytes, then end of input; `None`: end of input at once.
+    Bytes(Option<Vec<u8>>),
+    /// What a resident program is fed (see `resident.rs`).
+    Resident(ResidentInput),
+    /// End of input at once.
+    #[default]
+    Empty,
 }
 
 pub struct StoreState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(super) table: ResourceTable,
     limiter: StoreMemoryLimiter,
     disk: StoreDisk,
-    pub(super) run: Arc<RunContext>,
+    pub(super) sandbox: Arc<Sandbox>,
 }
 
 impl WasiView for StoreState {
@@ -53,29 +64,35 @@ impl WasiQuotaFsView for StoreState {
     }
 }
 
-/// Resources (descriptors, streams, pollables, …) one store may hold at once. The
-/// preview1 adapter keeps a program to ~128 descriptors anyway; this bounds a component
+/// The most resources (descriptors, streams, pollables, …) one store may hold at once;
+/// fewer when the open-file limit is shared by many runs (see `service.rs`). The
+/// preview1 bridge keeps a program to ~128 descriptors anyway; this bounds a component
 /// that uses `wasi:filesystem` directly, and so the host descriptors a run can hold.
 pub const MAX_RESOURCES_PER_STORE: usize = 4096;
 /// The most data one host call may move between guest and host: a run request (4 MiB of
 /// code, 4 MiB of stdin, 32 MiB of files) with room to spare. wasmtime's default is 128 MiB.
 pub const HOSTCALL_FUEL: usize = 64 << 20;
 
-/// A new store for one program of `run`, on `engine` (the plugin engine for plugins and
-/// tools, the program engine for produced programs): the scratch directory at `/`, the
-/// read-only mounts, output into the run's capture, the run's memory and disk budgets,
-/// its deadline and its cancellation.
+/// A new store for one program of `sandbox`, on `engine` (the plugin engine for plugins
+/// and tools, the program engine for produced programs): the scratch directory at `/`,
+/// the read-only mounts, output into the sandbox's capture, its memory and disk budgets,
+/// and the current call's deadline and cancellation.
 pub fn new_store(
-    run: &Arc<RunContext>,
+    sandbox: &Arc<Sandbox>,
     io: ProgramIo,
     engine: &wasmtime::Engine,
 ) -> wasmtime::Result<Store<StoreState>> {
+    let run = sandbox;
     let mut b = WasiCtxBuilder::new();
     b.args(&io.argv)
         .envs(&io.env)
         .stdout(run.output.stream(Channel::Stdout))
-        .stderr(run.output.stream(Channel::Stderr))
-        .stdin(MemoryInputPipe::new(io.stdin.unwrap_or_default()));
+        .stderr(run.output.stream(Channel::Stderr));
+    match io.stdin {
+        Stdin::Bytes(bytes) => b.stdin(MemoryInputPipe::new(bytes.unwrap_or_default())),
+        Stdin::Resident(input) => b.stdin(input),
+        Stdin::Empty => b.stdin(MemoryInputPipe::new(Vec::new())),
+    };
     // File operations on the local scratch and mount directories take microseconds: run
     // them on this thread instead of a `spawn_blocking` round trip each. clang opens,
     // stats and `realpath`s ~12,000 times for `#include <iostream>`; this cuts a C++
@@ -87,24 +104,23 @@ pub fn new_store(
         b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;
     }
     let mut table = ResourceTable::new();
-    table.set_max_capacity(MAX_RESOURCES_PER_STORE);
+    table.set_max_capacity(run.resources_per_store);
     let state = StoreState {
         wasi: b.build(),
         table,
         limiter: run.memory.limiter(),
         disk: StoreDisk::new(run.disk.clone()),
-        run: run.clone(),
+        sandbox: run.clone(),
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
-    let deadline = run.deadline;
-    let cancel = run.cancel.clone();
+    let clock = run.clone();
     store.set_epoch_deadline(1);
     // Yield to the executor on every tick so busy guests can't starve it; trap once the
-    // run's deadline has passed or the run was cancelled.
+    // call's deadline has passed or the call was cancelled.
     store.epoch_deadline_callback(move |_| {
-        if Instant::now() >= deadline || cancel.is_cancelled() {
+        if clock.clock.is_over() {
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))

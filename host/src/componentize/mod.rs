@@ -4,6 +4,16 @@
 //! One thing it loses: every non-zero `proc_exit(n)` becomes exit code 1. So before
 //! encoding, the module's `proc_exit` import is re-pointed at the host's
 //! `runbox:plugin/exit` interface, which ends the program with the real code.
+//!
+//! A tool that is not a plain command is first made one: a reactor gets a `_start`
+//! ([`reactor`]), and imports the host has nothing behind are answered by stubs
+//! ([`stubs`]). plugins.toml says which ([`ToolRecipe`]).
+
+pub mod reactor;
+pub mod stubs;
+
+pub use reactor::ReactorStart;
+pub use stubs::ImportStub;
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{ImportSection, RawSection};
@@ -12,9 +22,9 @@ use wit_component::{ComponentEncoder, StringEncoding};
 use wit_parser::Resolve;
 
 /// The WIT package, for the `tool` world's metadata.
-const WIT: &str = include_str!("../../wit/runbox.wit");
+const WIT: &str = include_str!("../../../wit/runbox.wit");
 /// The core module and field the host's exit hook is imported under.
-pub const EXIT_MODULE: &str = "runbox:plugin/exit@0.1.0";
+pub const EXIT_MODULE: &str = "runbox:plugin/exit@0.2.0";
 pub const EXIT_FIELD: &str = "exit";
 
 const PREVIEW1: &str = "wasi_snapshot_preview1";
@@ -32,7 +42,9 @@ pub fn transform_fingerprint() -> &'static str {
             wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
             WIT.as_bytes(),
             env!("RUNBOX_WIT_COMPONENT_VERSION").as_bytes(),
-            include_str!("componentize.rs").as_bytes(),
+            include_str!("mod.rs").as_bytes(),
+            include_str!("reactor.rs").as_bytes(),
+            include_str!("stubs.rs").as_bytes(),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part);
@@ -49,6 +61,24 @@ pub enum ComponentizeError {
     Reencode(String),
     #[error("cannot turn the module into a component: {0:#}")]
     Encode(anyhow::Error),
+    #[error("cannot start the module as a command: {0}")]
+    Reactor(String),
+}
+
+/// What a tool needs besides componentizing (plugins.toml's `reactor` and `stub-imports`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolRecipe {
+    /// A reactor, started as this says.
+    pub reactor: Option<ReactorStart>,
+    /// Imports answered with a constant.
+    pub stubs: Vec<ImportStub>,
+}
+
+impl ToolRecipe {
+    /// Whether the module is componentized as it is.
+    pub fn is_plain(&self) -> bool {
+        self.reactor.is_none() && self.stubs.is_empty()
+    }
 }
 
 /// What kind of WebAssembly binary a file holds.
@@ -70,6 +100,21 @@ pub fn binary_kind(bytes: &[u8]) -> BinaryKind {
 
 /// Componentizes a preview1 command module, keeping real exit codes.
 pub fn componentize(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
+    componentize_tool(module, &ToolRecipe::default())
+}
+
+/// Componentizes a preview1 module as `recipe` says: a reactor gets its `_start`, stubbed
+/// imports their answers, and real exit codes are kept.
+pub fn componentize_tool(module: &[u8], recipe: &ToolRecipe) -> Result<Vec<u8>, ComponentizeError> {
+    let started;
+    let module = match &recipe.reactor {
+        Some(start) => {
+            started = reactor::command_from_reactor(module, start)?;
+            &started[..]
+        }
+        None => module,
+    };
+    let stub_modules = stubs::stub_modules(module, &recipe.stubs)?;
     let mut module = reroute_proc_exit(module)?;
     let mut resolve = Resolve::default();
     let pkg = resolve
@@ -86,7 +131,8 @@ pub fn componentize(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
         false,
     )
     .map_err(ComponentizeError::Encode)?;
-    ComponentEncoder::default()
+    let mut encoder = ComponentEncoder::default();
+    encoder
         .module(&module)
         .and_then(|e| {
             e.adapter(
@@ -94,12 +140,20 @@ pub fn componentize(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
                 wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
             )
         })
-        .and_then(|e| e.validate(true).encode())
+        .map_err(ComponentizeError::Encode)?;
+    for (name, stub) in &stub_modules {
+        encoder
+            .adapter(name, stub)
+            .map_err(ComponentizeError::Encode)?;
+    }
+    encoder
+        .validate(true)
+        .encode()
         .map_err(ComponentizeError::Encode)
 }
 
 /// Rewrites the import section so `wasi_snapshot_preview1.proc_exit` becomes
-/// `runbox:plugin/exit@0.1.0.exit`; every other section is copied byte for byte.
+/// `runbox:plugin/exit@0.2.0.exit`; every other section is copied byte for byte.
 fn reroute_proc_exit(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
     let mut out = wasm_encoder::Module::new();
     for payload in Parser::new(0).parse_all(module) {
@@ -173,6 +227,47 @@ mod tests {
         let module = wat::parse_str(MODULE).unwrap();
         let component = componentize(&module).unwrap();
         assert_eq!(binary_kind(&component), BinaryKind::Component);
+    }
+
+    /// A reactor with an embedder import becomes a component importing only WASI and
+    /// the exit hook.
+    #[test]
+    fn componentizes_a_reactor_with_a_stubbed_import() {
+        let module = wat::parse_str(
+            r#"(module
+            (import "host" "call" (func $call (param i32 i32 i32 i32) (result i32)))
+            (import "wasi_snapshot_preview1" "args_sizes_get" (func (param i32 i32) (result i32)))
+            (import "wasi_snapshot_preview1" "args_get" (func (param i32 i32) (result i32)))
+            (import "wasi_snapshot_preview1" "proc_exit" (func (param i32)))
+            (memory (export "memory") 1)
+            (func (export "alloc") (param i32) (result i32) (i32.const 1024))
+            (func (export "turn") (param i32 i32) (result i32)
+                (call $call (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0))))"#,
+        )
+        .unwrap();
+        let recipe = ToolRecipe {
+            reactor: Some(ReactorStart {
+                init: vec!["_initialize".into()],
+                entry: "turn".into(),
+                alloc: "alloc".into(),
+            }),
+            stubs: vec![ImportStub::parse("host.call", -1).unwrap()],
+        };
+        let component = componentize_tool(&module, &recipe).unwrap();
+        assert_eq!(binary_kind(&component), BinaryKind::Component);
+        let engine = wasmtime::Engine::default();
+        let component = wasmtime::component::Component::new(&engine, &component).unwrap();
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert!(
+            imports
+                .iter()
+                .all(|i| i.starts_with("wasi:") || i.starts_with(EXIT_MODULE)),
+            "{imports:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,44 @@
+//! What the benches share: where the runtimes are cached, the round count, medians.
+
+#![allow(dead_code)] // each bench uses its own part
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The artifact cache: `RUNBOX_CACHE_DIR`, or the tests' `target/runbox-cache`.
+pub fn cache_dir() -> PathBuf {
+    match std::env::var_os("RUNBOX_CACHE_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
+    }
+}
+
+/// The number among the arguments (`cargo bench --bench NAME -- 20`), else `default`;
+/// cargo itself passes `--bench`.
+pub fn rounds(default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The median of `times` (sorted in place).
+pub fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    let n = times.len();
+    if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2
+    }
+}
+
+/// The `p` quantile of `times` (sorted in place), nearest rank.
+pub fn percentile(times: &mut [Duration], p: f64) -> Duration {
+    times.sort();
+    times[((times.len() as f64 - 1.0) * p).round() as usize]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,439 @@
+//! A WASI *reactor* turned into a *command*, so the host runs it like any other tool.
+//!
+//! A reactor exports functions instead of `_start`: an initializer (`_initialize`) and
+//! entry points a host calls. Many interpreters built for embedding look like this (the
+//! CPython 3.15 build runbox uses exports `turn(ptr, len) -> i32`, which runs one program
+//! text; Perl's and Ruby 4.0's WASI builds are similar). plugins.toml describes the
+//! reactor's calling convention (`[plugins.NAME.tools.TOOL.reactor]`), and
+//! [`command_from_reactor`] writes a `_start` that follows it:
+//!
+//! 1. call each `init` export the module (still) exports, in order;
+//! 2. take the program's first argument (`argv[1]`, read with preview1's `args_get`), copy
+//!    it into memory from the `alloc(len) -> ptr` export, and call `entry(ptr, len) -> i32`;
+//! 3. a non-zero result is the exit code (`proc_exit`).
+//!
+//! Every other export but `memory` is dropped, so the module is a plain command that the
+//! preview1 command adapter can componentize.
+
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{
+    CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemArg,
+    RawSection, TypeSection, ValType,
+};
+use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
+
+use super::ComponentizeError;
+
+/// How a reactor is started (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReactorStart {
+    /// Exports of type `[] -> []` called first, those the module exports.
+    pub init: Vec<String>,
+    /// The export `[i32 i32] -> [i32]` that runs the program text it is given.
+    pub entry: String,
+    /// The export `[i32] -> [i32]` that allocates the bytes `entry` is given.
+    pub alloc: String,
+}
+
+const PREVIEW1: &str = "wasi_snapshot_preview1";
+
+/// What [`command_from_reactor`] needs to know of the module.
+#[derive(Default)]
+struct Layout {
+    imported_funcs: u32,
+    defined_funcs: u32,
+    /// Each function's type index, imports first.
+    func_types: Vec<u32>,
+    /// Each type's (params, results), when it is a function type.
+    types: Vec<Option<(Vec<wasmparser::ValType>, Vec<wasmparser::ValType>)>>,
+    preview1: std::collections::HashMap<String, u32>,
+    exports: Vec<(String, ExternalKind, u32)>,
+}
+
+/// The module with a `_start` that starts the reactor as `start` says.
+pub fn command_from_reactor(
+    module: &[u8],
+    start: &ReactorStart,
+) -> Result<Vec<u8>, ComponentizeError> {
+    let layout = read_layout(module)?;
+    let invalid = |m: String| ComponentizeError::Reactor(m);
+    let export_func = |name: &str| {
+        layout
+            .exports
+            .iter()
+            .find(|(n, k, _)| n == name && *k == ExternalKind::Func)
+            .map(|(_, _, i)| *i)
+    };
+    let signature = |func: u32| -> Option<(Vec<wasmparser::ValType>, Vec<wasmparser::ValType>)> {
+        let ty = *layout.func_types.get(func as usize)?;
+        layout.types.get(ty as usize)?.clone()
+    };
+    use wasmparser::ValType::I32;
+    let expect = |name: &str, params: &[wasmparser::ValType], results: &[wasmparser::ValType]| {
+        let func = export_func(name)
+            .ok_or_else(|| invalid(format!("the module does not export a function `{name}`")))?;
+        match signature(func) {
+            Some((p, r)) if p == params && r == results => Ok(func),
+            _ => Err(invalid(format!(
+                "export `{name}` must have type {params:?} -> {results:?}"
+            ))),
+        }
+    };
+    let entry = expect(&start.entry, &[I32, I32], &[I32])?;
+    let alloc = expect(&start.alloc, &[I32], &[I32])?;
+    let mut init = Vec::new();
+    for name in &start.init {
+        if export_func(name).is_some() {
+            init.push(expect(name, &[], &[])?);
+        }
+    }
+    let import = |name: &str| {
+        layout.preview1.get(name).copied().ok_or_else(|| {
+            invalid(format!(
+                "the module does not import `{PREVIEW1}.{name}`, which its start needs"
+            ))
+        })
+    };
+    let (args_sizes_get, args_get, proc_exit) = (
+        import("args_sizes_get")?,
+        import("args_get")?,
+        import("proc_exit")?,
+    );
+    let start_index = layout.imported_funcs + layout.defined_funcs;
+    let body = start_body(&init, entry, alloc, args_sizes_get, args_get, proc_exit);
+
+    let mut out = wasm_encoder::Module::new();
+    let mut start_type = None;
+    let mut code: Option<CodeSection> = None;
+    let mut code_left = 0u32;
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload?;
+        match &payload {
+            Payload::TypeSection(reader) => {
+                let mut types = TypeSection::new();
+                RoundtripReencoder
+                    .parse_type_section(&mut types, reader.clone())
+                    .map_err(|e| ComponentizeError::Reencode(e.to_string()))?;
+                start_type = Some(types.len());
+                types.ty().function([], []);
+                out.section(&types);
+            }
+            Payload::FunctionSection(reader) => {
+                let mut funcs = FunctionSection::new();
+                for ty in reader.clone() {
+                    funcs.function(ty?);
+                }
+                funcs.function(start_type.ok_or_else(|| invalid("no type section".into()))?);
+                out.section(&funcs);
+            }
+            Payload::ExportSection(_) => {
+                let mut exports = ExportSection::new();
+                for (name, kind, index) in &layout.exports {
+                    if *kind == ExternalKind::Memory || name.starts_with("cabi_") {
+                        let kind = match kind {
+                            ExternalKind::Memory => ExportKind::Memory,
+                            _ => ExportKind::Func,
+                        };
+                        exports.export(name, kind, *index);
+                    }
+                }
+                exports.export("_start", ExportKind::Func, start_index);
+                out.section(&exports);
+            }
+            // The bodies are copied as they are, then `_start`'s is appended.
+            Payload::CodeSectionStart { count, .. } => {
+                code_left = *count;
+                code = Some(CodeSection::new());
+                if code_left == 0 {
+                    finish_code(&mut out, code.take(), &body);
+                }
+            }
+            Payload::CodeSectionEntry(entry) => {
+                let range = entry.range();
+                if let Some(code) = code.as_mut() {
+                    code.raw(&module[range.start as usize..range.end as usize]);
+                }
+                code_left -= 1;
+                if code_left == 0 {
+                    finish_code(&mut out, code.take(), &body);
+                }
+            }
+            _ => {
+                if let Some((id, range)) = payload.as_section() {
+                    out.section(&RawSection {
+                        id,
+                        data: &module[range.start as usize..range.end as usize],
+                    });
+                }
+            }
+        }
+    }
+    Ok(out.finish())
+}
+
+fn finish_code(out: &mut wasm_encoder::Module, code: Option<CodeSection>, body: &Function) {
+    if let Some(mut code) = code {
+        code.function(body);
+        out.section(&code);
+    }
+}
+
+fn read_layout(module: &[u8]) -> Result<Layout, ComponentizeError> {
+    let mut layout = Layout::default();
+    for payload in Parser::new(0).parse_all(module) {
+        match payload? {
+            Payload::TypeSection(reader) => {
+                for group in reader {
+                    for ty in group?.into_types() {
+                        layout.types.push(match &ty.composite_type.inner {
+                            wasmparser::CompositeInnerType::Func(f) => {
+                                Some((f.params().to_vec(), f.results().to_vec()))
+                            }
+                            _ => None,
+                        });
+                    }
+                }
+            }
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    let import = import?;
+                    if let TypeRef::Func(ty) = import.ty {
+                        if import.module == PREVIEW1 {
+                            layout
+                                .preview1
+                                .insert(import.name.to_string(), layout.imported_funcs);
+                        }
+                        layout.func_types.push(ty);
+                        layout.imported_funcs += 1;
+                    }
+                }
+            }
+            Payload::FunctionSection(reader) => {
+                for ty in reader {
+                    layout.func_types.push(ty?);
+                    layout.defined_funcs += 1;
+                }
+            }
+            Payload::ExportSection(reader) => {
+                for export in reader {
+                    let export = export?;
+                    layout
+                        .exports
+                        .push((export.name.to_string(), export.kind, export.index));
+                }
+            }
+            Payload::Version { encoding, .. } if encoding != wasmparser::Encoding::Module => {
+                return Err(ComponentizeError::Reactor(
+                    "a reactor must be a core module, not a component".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(layout)
+}
+
+/// The body of `_start` (see the module documentation).
+fn start_body(
+    init: &[u32],
+    entry: u32,
+    alloc: u32,
+    args_sizes_get: u32,
+    args_get: u32,
+    proc_exit: u32,
+) -> Function {
+    // Locals: 0 sizes (argc, buf_len), 1 argc, 2 argv, 3 buf, 4 arg, 5 len, 6 code, 7 result.
+    let (sizes, argc, argv, buf, arg, len, code, result) = (0, 1, 2, 3, 4, 5, 6, 7);
+    let mut f = Function::new([(8, ValType::I32)]);
+    let mem = |offset: u64, align: u32| MemArg {
+        offset,
+        align,
+        target: wasm_encoder::MemArgTarget::Memory(0),
+        ordering: None,
+    };
+    use Instruction as I;
+    for &func in init {
+        f.instruction(&I::Call(func));
+    }
+    // sizes = align4(alloc(8 + 3)); args_sizes_get(sizes, sizes + 4). `alloc` need not
+    // align: preview1 writes 4-byte words.
+    f.instruction(&I::I32Const(11)).instruction(&I::Call(alloc));
+    align4(&mut f);
+    f.instruction(&I::LocalSet(sizes))
+        .instruction(&I::LocalGet(sizes))
+        .instruction(&I::LocalGet(sizes))
+        .instruction(&I::I32Const(4))
+        .instruction(&I::I32Add)
+        .instruction(&I::Call(args_sizes_get))
+        .instruction(&I::Drop)
+        .instruction(&I::LocalGet(sizes))
+        .instruction(&I::I32Load(mem(0, 2)))
+        .instruction(&I::LocalSet(argc));
+    // Without an argument the entry gets an empty program.
+    f.instruction(&I::LocalGet(argc))
+        .instruction(&I::I32Const(2))
+        .instruction(&I::I32GeU)
+        .instruction(&I::If(wasm_encoder::BlockType::Empty));
+    // argv = align4(alloc(argc * 4 + 3)); buf = alloc(buf_len); args_get(argv, buf);
+    // arg = argv[1]
+    f.instruction(&I::LocalGet(argc))
+        .instruction(&I::I32Const(4))
+        .instruction(&I::I32Mul)
+        .instruction(&I::I32Const(3))
+        .instruction(&I::I32Add)
+        .instruction(&I::Call(alloc));
+    align4(&mut f);
+    f.instruction(&I::LocalSet(argv))
+        .instruction(&I::LocalGet(sizes))
+        .instruction(&I::I32Load(mem(4, 2)))
+        .instruction(&I::Call(alloc))
+        .instruction(&I::LocalSet(buf))
+        .instruction(&I::LocalGet(argv))
+        .instruction(&I::LocalGet(buf))
+        .instruction(&I::Call(args_get))
+        .instruction(&I::Drop)
+        .instruction(&I::LocalGet(argv))
+        .instruction(&I::I32Load(mem(4, 2)))
+        .instruction(&I::LocalSet(arg));
+    // len = strlen(arg)
+    f.instruction(&I::Block(wasm_encoder::BlockType::Empty))
+        .instruction(&I::Loop(wasm_encoder::BlockType::Empty))
+        .instruction(&I::LocalGet(arg))
+        .instruction(&I::LocalGet(len))
+        .instruction(&I::I32Add)
+        .instruction(&I::I32Load8U(mem(0, 0)))
+        .instruction(&I::I32Eqz)
+        .instruction(&I::BrIf(1))
+        .instruction(&I::LocalGet(len))
+        .instruction(&I::I32Const(1))
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalSet(len))
+        .instruction(&I::Br(0))
+        .instruction(&I::End)
+        .instruction(&I::End);
+    // code = alloc(len); copy; entry owns `code` from here
+    f.instruction(&I::LocalGet(len))
+        .instruction(&I::Call(alloc))
+        .instruction(&I::LocalSet(code))
+        .instruction(&I::LocalGet(code))
+        .instruction(&I::LocalGet(arg))
+        .instruction(&I::LocalGet(len))
+        .instruction(&I::MemoryCopy {
+            src_mem: 0,
+            dst_mem: 0,
+        })
+        .instruction(&I::End);
+    // result = entry(code, len); a non-zero result is the exit code
+    f.instruction(&I::LocalGet(code))
+        .instruction(&I::LocalGet(len))
+        .instruction(&I::Call(entry))
+        .instruction(&I::LocalSet(result))
+        .instruction(&I::LocalGet(result))
+        .instruction(&I::If(wasm_encoder::BlockType::Empty))
+        .instruction(&I::LocalGet(result))
+        .instruction(&I::Call(proc_exit))
+        .instruction(&I::End)
+        .instruction(&I::End);
+    f
+}
+
+/// Rounds the address on top of the stack up to a multiple of 4.
+fn align4(f: &mut Function) {
+    f.instruction(&Instruction::I32Const(3))
+        .instruction(&Instruction::I32Add)
+        .instruction(&Instruction::I32Const(-4))
+        .instruction(&Instruction::I32And);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reactor whose `entry` returns the program text's length plus its first byte, and
+    /// whose `_initialize` sets a global the entry adds in.
+    const REACTOR: &str = r#"(module
+        (import "wasi_snapshot_preview1" "args_sizes_get" (func $sizes (param i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "args_get" (func $get (param i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+        (memory (export "memory") 1)
+        (global $next (mut i32) (i32.const 1024))
+        (global $inited (mut i32) (i32.const 0))
+        (func (export "_initialize") (global.set $inited (i32.const 10)))
+        (func (export "alloc") (param i32) (result i32)
+            (global.get $next)
+            (global.set $next (i32.add (global.get $next) (local.get 0))))
+        (func (export "turn") (param i32 i32) (result i32)
+            (i32.add (global.get $inited)
+                (i32.add (local.get 1) (i32.load8_u (local.get 0)))))
+        (func (export "shutdown") (result i32) (i32.const 0)))"#;
+
+    fn start() -> ReactorStart {
+        ReactorStart {
+            init: vec!["_initialize".into(), "missing-init".into()],
+            entry: "turn".into(),
+            alloc: "alloc".into(),
+        }
+    }
+
+    #[test]
+    fn the_start_passes_the_first_argument_and_exits_with_the_result() {
+        let module = wat::parse_str(REACTOR).unwrap();
+        let command = command_from_reactor(&module, &start()).unwrap();
+        wasmparser::Validator::new().validate_all(&command).unwrap();
+        let exports: Vec<String> = Parser::new(0)
+            .parse_all(&command)
+            .filter_map(|p| match p.unwrap() {
+                Payload::ExportSection(r) => Some(
+                    r.into_iter()
+                        .map(|e| e.unwrap().name.to_string())
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert_eq!(exports, ["memory", "_start"]);
+
+        // Run it with a preview1 host: argv[1] = "A!" gives 10 + 2 + 65 = 77.
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, &command).unwrap();
+        let mut linker: wasmtime::Linker<wasmtime_wasi::p1::WasiP1Ctx> =
+            wasmtime::Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+            .args(&["prog", "A!"])
+            .build_p1();
+        let mut store = wasmtime::Store::new(&engine, wasi);
+        let instance = linker.instantiate(&mut store, &module).unwrap();
+        let err = instance
+            .get_typed_func::<(), ()>(&mut store, "_start")
+            .unwrap()
+            .call(&mut store, ())
+            .unwrap_err();
+        let exit = err
+            .downcast_ref::<wasmtime_wasi::I32Exit>()
+            .unwrap_or_else(|| panic!("{err:?}"));
+        assert_eq!(exit.0, 77);
+    }
+
+    #[test]
+    fn a_wrong_convention_is_refused_with_the_export_named() {
+        let module = wat::parse_str(REACTOR).unwrap();
+        let wrong = ReactorStart {
+            entry: "shutdown".into(),
+            ..start()
+        };
+        let e = command_from_reactor(&module, &wrong)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`shutdown`"), "{e}");
+        let missing = ReactorStart {
+            alloc: "malloc".into(),
+            ..start()
+        };
+        let e = command_from_reactor(&module, &missing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not export a function `malloc`"), "{e}");
+    }
+}

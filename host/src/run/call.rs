@@ -1,0 +1,171 @@
+//! One call in a sandbox, on a thread of its own (`run_thread.rs`), answered by its
+//! deadline whatever the thread is doing.
+//!
+//! The thread starts the call's clock, calls the plugin (what is called is the caller's:
+//! a fresh instance's `run` or `describe`, or a session's `run`), stops it at the
+//! deadline or on cancellation, and then lists the files the call created or changed
+//! while nothing runs in the sandbox. The caller's task waits for the thread until the
+//! deadline plus [`DEADLINE_BACKSTOP`], so a thread stuck in a slow syscall cannot hold
+//! the answer back; it frees its run slot when it ends on its own.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+
+use super::classify::Ended;
+use super::instance::PluginReturn;
+use super::RunError;
+use crate::files::{self, Baseline, InputDigest, OutputFile, OwnFiles, ReturnCaps};
+use crate::run_thread;
+use crate::sandbox::Sandbox;
+use crate::scratch::RunDir;
+
+/// How long after a call's deadline the server stops waiting for its thread (stuck in a
+/// slow syscall) and answers with what it has.
+pub const DEADLINE_BACKSTOP: Duration = Duration::from_secs(1);
+/// How long a cancelled call's thread gets to wind down before the server answers.
+const CANCEL_GRACE: Duration = Duration::from_millis(200);
+
+/// Everything one call needs besides what it calls.
+pub struct CallSetup {
+    pub sandbox: Arc<Sandbox>,
+    pub timeout: Duration,
+    pub cancel: CancellationToken,
+    /// Held until the thread ends.
+    pub slot: OwnedSemaphorePermit,
+    /// Which output files to list, if any.
+    pub collect: Option<Collect>,
+    /// A fresh scratch directory to create before the call and remove after it (a
+    /// one-off run); `None` when it outlives the call (a session's).
+    pub fresh_scratch: Option<PathBuf>,
+}
+
+/// How a call ended, and the files it left.
+pub struct CallEnd {
+    pub ended: Ended,
+    pub files: Vec<OutputFile>,
+}
+
+/// Runs `work(sandbox, state)` on a thread of its own as `setup` says. `work` hands
+/// `state` back when it returns; `finish` gets it then (or `None` when the call was
+/// stopped first), on the thread, after the output files were listed: a session puts
+/// its interpreter back there, and releases the session for its next call.
+pub async fn run_call<S, W, Fut, F>(
+    setup: CallSetup,
+    state: S,
+    work: W,
+    finish: F,
+) -> Result<CallEnd, RunError>
+where
+    S: Send + 'static,
+    W: FnOnce(Arc<Sandbox>, S) -> Fut + Send + 'static,
+    Fut: Future<Output = (wasmtime::Result<PluginReturn>, S)>,
+    F: FnOnce(Option<S>) + Send + 'static,
+{
+    let CallSetup {
+        sandbox,
+        timeout,
+        cancel,
+        slot,
+        collect,
+        fresh_scratch,
+    } = setup;
+    let deadline = Instant::now() + timeout;
+    sandbox.begin_call(deadline, cancel.clone());
+    let thread = {
+        let sandbox = sandbox.clone();
+        run_thread::on_own_thread(move || async move {
+            let _slot = slot;
+            let _dir = match &fresh_scratch {
+                Some(path) => Some(RunDir::create(path).map_err(|e| {
+                    RunError::Host(format!("cannot create a scratch directory: {e}"))
+                })?),
+                None => None,
+            };
+            let before = match &collect {
+                Some(c) if fresh_scratch.is_none() => c.baseline(&sandbox),
+                _ => Baseline::default(),
+            };
+            // The epoch callback stops running guests at the deadline; this also ends
+            // calls waiting in the host (a sleep, a blocked read) shortly after.
+            let until = tokio::time::Instant::from_std(deadline);
+            let (ended, state) = tokio::select! {
+                (r, s) = work(sandbox.clone(), state) => (Ended::Returned(r), Some(s)),
+                _ = tokio::time::sleep_until(until + Duration::from_millis(20)) => (Ended::Deadline, None),
+                _ = cancel.cancelled() => (Ended::Cancelled, None),
+            };
+            // The guest is stopped (its future was dropped or returned), so the scratch
+            // directory holds still while it is read.
+            let files = match &collect {
+                Some(c) => c.outputs(&sandbox, &before),
+                None => Vec::new(),
+            };
+            finish(state);
+            Ok::<_, RunError>(CallEnd { ended, files })
+        })
+    };
+    tokio::pin!(thread);
+    let backstop = tokio::time::Instant::from_std(deadline) + DEADLINE_BACKSTOP;
+    let call_cancel = sandbox.clock.cancel();
+    let joined = tokio::select! {
+        joined = &mut thread => Some(joined),
+        _ = tokio::time::sleep_until(backstop) => None,
+        _ = call_cancel.cancelled() => tokio::time::timeout(CANCEL_GRACE, &mut thread).await.ok(),
+    };
+    match joined {
+        Some(Ok(end)) => end,
+        Some(Err(e)) => Err(RunError::Host(format!("the run's thread failed: {e}"))),
+        // The thread is stuck in a syscall; it ends (and frees its slot) on its own.
+        None if call_cancel.is_cancelled() => Ok(CallEnd {
+            ended: Ended::Cancelled,
+            files: Vec::new(),
+        }),
+        None => Ok(CallEnd {
+            ended: Ended::Deadline,
+            files: Vec::new(),
+        }),
+    }
+}
+
+/// What output collection needs: which files were inputs, which are the runtime's own,
+/// and how much to return.
+pub struct Collect {
+    pub inputs: Vec<InputDigest>,
+    pub own: OwnFiles,
+    pub caps: ReturnCaps,
+}
+
+impl Collect {
+    fn max_entries(sandbox: &Sandbox) -> usize {
+        usize::try_from(sandbox.disk.entry_cap().saturating_add(64)).unwrap_or(usize::MAX)
+    }
+
+    /// The files before the call, in a sandbox that outlives calls.
+    fn baseline(&self, sandbox: &Sandbox) -> Baseline {
+        Baseline::of(&sandbox.scratch, &self.own, Self::max_entries(sandbox)).unwrap_or_else(|e| {
+            tracing::warn!("cannot list the session's files: {e}");
+            Baseline::default()
+        })
+    }
+
+    /// The call's output files; a scratch directory that cannot be read yields none (and
+    /// a warning), never a failed run.
+    fn outputs(&self, sandbox: &Sandbox, before: &Baseline) -> Vec<OutputFile> {
+        files::collect_outputs(
+            &sandbox.scratch,
+            before,
+            &self.inputs,
+            &self.own,
+            self.caps,
+            Self::max_entries(sandbox),
+        )
+        .unwrap_or_else(|e| {
+            tracing::warn!("cannot list the run's output files: {e}");
+            Vec::new()
+        })
+    }
+}

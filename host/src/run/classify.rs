@@ -1,0 +1,156 @@
+//! How a call ended, turned into its status, exit code and error (README, "Tools").
+//!
+//! `completed`: the program ran to its end, whatever its exit code. `crashed`: a trap,
+//! or a runtime that could not run the program. `timeout`: the deadline passed.
+//! `terminated`: anything else that stopped it (the output cap, the memory cap where it
+//! surfaced as a trap, a compile limit, cancellation), with `error` saying why.
+
+use std::time::Duration;
+
+use super::instance::PluginReturn;
+use crate::outcome::{RunOutcome, RunStatus};
+use crate::sandbox::output::OutputLimitExceeded;
+use crate::sandbox::program::CompileLimitExceeded;
+use crate::sandbox::Sandbox;
+
+/// How the plugin call ended, before it is classified.
+pub enum Ended {
+    Returned(wasmtime::Result<PluginReturn>),
+    Deadline,
+    Cancelled,
+}
+
+pub fn cancelled_before_start() -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Terminated,
+        exit_code: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        tty: String::new(),
+        error: Some("cancelled by the client before it started".into()),
+        truncated: false,
+        duration: Duration::ZERO,
+        raw: Default::default(),
+        files: Vec::new(),
+    }
+}
+
+/// Turns how a run ended into its status, exit code and error, per the README ("Tools").
+pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Duration) -> RunOutcome {
+    let (status, exit_code, error) = match ended {
+        Ended::Returned(Ok(PluginReturn::Exit(Ok(code)))) => {
+            (RunStatus::Completed, Some(code), None)
+        }
+        Ended::Returned(Ok(PluginReturn::Exit(Err(message)))) => (
+            RunStatus::Crashed,
+            None,
+            Some(format!("the runtime could not run the program: {message}")),
+        ),
+        Ended::Returned(Ok(PluginReturn::Info(_))) => (RunStatus::Completed, Some(0), None),
+        Ended::Returned(Err(trap)) => classify_trap(&trap, run, timeout),
+        Ended::Deadline => (RunStatus::Timeout, None, Some(timeout_note(timeout))),
+        Ended::Cancelled => (
+            RunStatus::Terminated,
+            None,
+            Some("cancelled by the client".into()),
+        ),
+    };
+    let out = run.output.take();
+    RunOutcome {
+        status,
+        exit_code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        tty: String::from_utf8_lossy(&out.tty).into_owned(),
+        error,
+        truncated: out.truncated,
+        duration,
+        raw: out,
+        files: Vec::new(),
+    }
+}
+
+fn timeout_note(timeout: Duration) -> String {
+    format!(
+        "time limit reached: the run was stopped after {:.1} s",
+        timeout.as_secs_f64()
+    )
+}
+
+/// A trap's status and error. A refused allocation explains the traps it leads to
+/// (`unreachable` from an abort, an out-of-bounds access through a failed allocation);
+/// any other trap is the program's own crash, even after a refusal (of memory or disk)
+/// earlier in the run, which its error then mentions.
+fn classify_trap(
+    trap: &wasmtime::Error,
+    run: &Sandbox,
+    timeout: Duration,
+) -> (RunStatus, Option<i32>, Option<String>) {
+    let terminated = |why: String| (RunStatus::Terminated, None, Some(why));
+    if let Some(e) = trap
+        .chain()
+        .find_map(|c| c.downcast_ref::<OutputLimitExceeded>())
+    {
+        return terminated(e.to_string());
+    }
+    if let Some(e) = trap
+        .chain()
+        .find_map(|c| c.downcast_ref::<CompileLimitExceeded>())
+    {
+        return terminated(e.to_string());
+    }
+    let kind = trap.downcast_ref::<wasmtime::Trap>().copied();
+    if kind == Some(wasmtime::Trap::Interrupt) {
+        return if run.clock.is_cancelled() {
+            terminated("cancelled by the client".into())
+        } else {
+            (RunStatus::Timeout, None, Some(timeout_note(timeout)))
+        };
+    }
+    let memory_note = format!(
+        "memory limit reached: the run may use at most {} MiB",
+        run.memory.cap() >> 20
+    );
+    let server_note =
+        "memory limit reached: the server's memory budget for all runs is in use".to_string();
+    let disk_note = format!(
+        "disk limit reached: the run may keep at most {} MiB in at most {} files and \
+         directories in its scratch directory",
+        run.disk.byte_cap() >> 20,
+        run.disk.entry_cap()
+    );
+    // A refused allocation explains the abort or the bad access it leads to. A full
+    // disk never explains a trap: programs see it as an error (ENOSPC) from the write.
+    let after_memory_refusal = matches!(
+        kind,
+        Some(wasmtime::Trap::UnreachableCodeReached) | Some(wasmtime::Trap::MemoryOutOfBounds)
+    );
+    if after_memory_refusal && run.memory.was_exceeded() {
+        return terminated(memory_note);
+    }
+    if after_memory_refusal && run.memory.parent_was_exceeded() {
+        return terminated(server_note);
+    }
+    let earlier: Vec<String> = [
+        (run.memory.was_exceeded(), memory_note),
+        (run.memory.parent_was_exceeded(), server_note),
+        (run.disk.was_exceeded(), disk_note),
+    ]
+    .into_iter()
+    .filter(|(refused, _)| *refused)
+    .map(|(_, note)| note)
+    .collect();
+    let mut error = describe_trap(trap);
+    if !earlier.is_empty() {
+        error = format!("{error} (earlier in the run: {})", earlier.join("; "));
+    }
+    (RunStatus::Crashed, None, Some(error))
+}
+
+/// A one-line description of a trap, e.g. `wasm trap: call stack exhausted`.
+fn describe_trap(trap: &wasmtime::Error) -> String {
+    match trap.downcast_ref::<wasmtime::Trap>() {
+        Some(t) => format!("the program crashed: {t}"),
+        None => format!("the program crashed: {}", trap.root_cause()),
+    }
+}

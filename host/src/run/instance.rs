@@ -1,0 +1,98 @@
+//! A plugin's component instantiated in a store of its own, and the calls the host makes
+//! on it: `describe`, `run`, and a `session`'s `run`.
+
+use std::sync::Arc;
+
+use wasmtime::component::ResourceAny;
+use wasmtime::Store;
+
+use crate::plugin::LoadedPlugin;
+use crate::sandbox::bindings::exports::runbox::plugin::{runtime, session};
+use crate::sandbox::store::{new_store, ProgramIo, StoreState};
+use crate::sandbox::Sandbox;
+
+/// What the host asks of a plugin in one call.
+pub enum PluginCall {
+    Describe,
+    Run(runtime::RunRequest),
+}
+
+/// What the plugin answered.
+pub enum PluginReturn {
+    Info(runtime::Info),
+    Exit(Result<i32, String>),
+}
+
+/// One instance of a plugin's component.
+pub struct PluginInstance {
+    store: Store<StoreState>,
+    runtime: runtime::Guest,
+    session: Option<OpenSession>,
+}
+
+struct OpenSession {
+    exports: session::Guest,
+    handle: ResourceAny,
+}
+
+impl PluginInstance {
+    /// A fresh instance of `plugin` in `sandbox`.
+    pub async fn new(plugin: &LoadedPlugin, sandbox: &Arc<Sandbox>) -> wasmtime::Result<Self> {
+        let io = ProgramIo {
+            argv: vec![plugin.spec.name.clone()],
+            ..ProgramIo::default()
+        };
+        let mut store = new_store(sandbox, io, sandbox.engine.engine())?;
+        let instance = plugin.component.instantiate_async(&mut store).await?;
+        let runtime = plugin.runtime_exports.load(&mut store, &instance)?;
+        let session = match &plugin.session_exports {
+            Some(indices) => {
+                let exports = indices.load(&mut store, &instance)?;
+                let handle = exports.session().call_constructor(&mut store).await?;
+                Some(OpenSession { exports, handle })
+            }
+            None => None,
+        };
+        Ok(PluginInstance {
+            store,
+            runtime,
+            session,
+        })
+    }
+
+    /// Makes `call` with `runtime` (a fresh instance's one call).
+    pub async fn call(&mut self, call: PluginCall) -> wasmtime::Result<PluginReturn> {
+        Ok(match call {
+            PluginCall::Describe => {
+                PluginReturn::Info(self.runtime.call_describe(&mut self.store).await?)
+            }
+            PluginCall::Run(request) => {
+                PluginReturn::Exit(self.runtime.call_run(&mut self.store, &request).await?)
+            }
+        })
+    }
+
+    /// Runs `request` in the plugin's session (which must be open: see
+    /// [`PluginInstance::keeps_sessions`]).
+    pub async fn run_in_session(
+        &mut self,
+        request: &runtime::RunRequest,
+    ) -> wasmtime::Result<PluginReturn> {
+        let open = self
+            .session
+            .as_ref()
+            .ok_or_else(|| wasmtime::format_err!("the plugin exports no session"))?;
+        let exit = open
+            .exports
+            .session()
+            .call_run(&mut self.store, open.handle, request)
+            .await?;
+        Ok(PluginReturn::Exit(exit))
+    }
+}
+
+/// Whether `plugin` keeps sessions itself (exports `runbox:plugin/session`); otherwise
+/// each call of a session runs in a fresh instance.
+pub fn keeps_sessions(plugin: &LoadedPlugin) -> bool {
+    plugin.session_exports.is_some()
+}

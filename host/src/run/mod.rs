@@ -1,0 +1,231 @@
+//! The run lifecycle: from a checked request to a [`RunOutcome`].
+//!
+//! One call, in order: admission (a place in the queue and the payload's memory,
+//! `server_bounds.rs`) → a run slot → a [`Sandbox`] (fresh, or a session's) →
+//! [`call::run_call`] on a thread of its own → the plugin instance's call
+//! ([`instance`]) → its `process.spawn` calls (`sandbox/process.rs`) →
+//! [`classify::classify`] turns how it ended into the outcome.
+
+pub mod call;
+pub mod classify;
+pub mod instance;
+mod request;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+pub use request::{RunError, RunRequest};
+
+use crate::engine::SandboxEngine;
+use crate::files::{self, InputFile, OwnFiles};
+use crate::limits::{LimitSettings, RunLimits};
+use crate::outcome::{RunOutcome, RunStatus};
+use crate::plugin::LoadedPlugin;
+use crate::sandbox::bindings::exports::runbox::plugin::runtime;
+use crate::sandbox::disk::DiskBudget;
+use crate::sandbox::memory::MemoryBudget;
+use crate::sandbox::output::OutputCapture;
+use crate::sandbox::program::ProgramCompiles;
+use crate::sandbox::{CallClock, Sandbox};
+use crate::scratch::ScratchRoot;
+use crate::server_bounds::Admission;
+use call::{run_call, CallSetup, Collect};
+use classify::{cancelled_before_start, classify, Ended};
+use instance::{PluginCall, PluginInstance, PluginReturn};
+
+/// What every sandbox is made from, and what every call goes through.
+pub struct Runner {
+    pub engine: SandboxEngine,
+    pub programs: Arc<ProgramCompiles>,
+    pub admission: Admission,
+    pub scratch: Arc<ScratchRoot>,
+    pub limits: LimitSettings,
+    /// Resources each store may hold (see `service.rs`).
+    pub resources_per_store: usize,
+}
+
+impl Runner {
+    /// A sandbox for `plugin` with its scratch directory at `scratch` (not created here).
+    pub fn new_sandbox(
+        &self,
+        plugin: &LoadedPlugin,
+        memory_bytes: usize,
+        scratch: PathBuf,
+    ) -> Arc<Sandbox> {
+        Arc::new(Sandbox {
+            engine: self.engine.clone(),
+            programs: self.programs.clone(),
+            tools: plugin.tools.clone(),
+            settings: plugin.settings.clone(),
+            scratch,
+            mounts: plugin.mounts.clone(),
+            output: OutputCapture::new(self.limits.output_bytes),
+            memory: MemoryBudget::with_parent(memory_bytes, Some(self.admission.memory().clone())),
+            disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
+            clock: CallClock::new(Instant::now(), CancellationToken::new()),
+            new_programs: Default::default(),
+            resources_per_store: self.resources_per_store,
+        })
+    }
+
+    /// What a call holds in memory besides its payload: its output, kept per stream and
+    /// again interleaved.
+    pub fn output_reservation(&self) -> usize {
+        4 * self.limits.output_bytes
+    }
+
+    /// Runs `request` once, in a fresh sandbox with a fresh instance of `plugin`.
+    pub async fn run_once(
+        &self,
+        plugin: Arc<LoadedPlugin>,
+        request: RunRequest,
+        limits: RunLimits,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        let own = OwnFiles::new(plugin.spec.own_files.iter().cloned());
+        let payload = request.payload_bytes();
+        let inputs = files::check_inputs(request.files, &own)?;
+        let collect = Collect {
+            inputs: inputs.iter().map(InputFile::digest).collect(),
+            own,
+            caps: request.return_caps,
+        };
+        let mut ticket = self
+            .admission
+            .admit(payload.saturating_add(self.output_reservation()))
+            .map_err(RunError::Busy)?;
+        let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
+            return Ok(cancelled_before_start());
+        };
+        let started = Instant::now();
+        let span = run_span(&plugin.spec.name, None);
+        let call = PluginCall::Run(runtime::RunRequest {
+            code: request.code,
+            args: request.args,
+            stdin: request.stdin,
+            files: inputs.into_iter().map(into_wit_file).collect(),
+        });
+        let scratch = self.scratch.next_run_dir();
+        let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
+        let setup = CallSetup {
+            sandbox: sandbox.clone(),
+            timeout: limits.timeout,
+            cancel,
+            slot,
+            collect: Some(collect),
+            fresh_scratch: Some(scratch),
+        };
+        let end = run_call(setup, plugin, fresh_instance_call(call), |_| {})
+            .instrument(span.clone())
+            .await?;
+        let mut outcome = classify(end.ended, &sandbox, limits.timeout, started.elapsed());
+        outcome.files = end.files;
+        if outcome.status != RunStatus::Completed {
+            sandbox.forget_new_programs();
+        }
+        record(&span, &outcome, &sandbox);
+        Ok(outcome)
+    }
+
+    /// Asks `plugin` to describe itself in a fresh sandbox like any run (in a run slot,
+    /// under `limits`).
+    pub async fn describe_once(
+        &self,
+        plugin: Arc<LoadedPlugin>,
+        limits: RunLimits,
+    ) -> Result<runtime::Info, RunError> {
+        let cancel = CancellationToken::new();
+        let mut ticket = self
+            .admission
+            .admit(self.output_reservation())
+            .map_err(RunError::Busy)?;
+        let slot = self
+            .admission
+            .slot(&mut ticket, &cancel)
+            .await
+            .expect("never cancelled");
+        let name = plugin.spec.name.clone();
+        let scratch = self.scratch.next_run_dir();
+        let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
+        let setup = CallSetup {
+            sandbox: sandbox.clone(),
+            timeout: limits.timeout,
+            cancel,
+            slot,
+            collect: None,
+            fresh_scratch: Some(scratch),
+        };
+        let end = run_call(
+            setup,
+            plugin,
+            fresh_instance_call(PluginCall::Describe),
+            |_| {},
+        )
+        .await?;
+        match end.ended {
+            Ended::Returned(Ok(PluginReturn::Info(info))) => Ok(info),
+            other => {
+                let outcome = classify(other, &sandbox, limits.timeout, Default::default());
+                Err(RunError::Host(format!(
+                    "`{name}`: describe failed: {}",
+                    outcome.error.unwrap_or_else(|| "no answer".into())
+                )))
+            }
+        }
+    }
+}
+
+/// What a one-off call hands back to its thread: the plugin's answer, and the plugin.
+type OneOff = std::pin::Pin<
+    Box<dyn std::future::Future<Output = (wasmtime::Result<PluginReturn>, Arc<LoadedPlugin>)>>,
+>;
+
+/// A call on a fresh instance of the plugin, made once.
+fn fresh_instance_call(
+    call: PluginCall,
+) -> impl FnOnce(Arc<Sandbox>, Arc<LoadedPlugin>) -> OneOff + Send + 'static {
+    move |sandbox, plugin| {
+        Box::pin(async move {
+            let result = async {
+                let mut instance = PluginInstance::new(&plugin, &sandbox).await?;
+                instance.call(call).await
+            }
+            .await;
+            (result, plugin)
+        })
+    }
+}
+
+/// A checked input file as the WIT carries it.
+pub fn into_wit_file(file: InputFile) -> runtime::File {
+    runtime::File {
+        path: file.path,
+        contents: file.contents,
+    }
+}
+
+/// The span of one call: runtime and session now, the rest once it ended.
+pub fn run_span(runtime: &str, session: Option<&str>) -> tracing::Span {
+    tracing::info_span!(
+        "run",
+        runtime = %runtime,
+        session = session.unwrap_or(""),
+        status = tracing::field::Empty,
+        duration_ms = tracing::field::Empty,
+        peak_memory = tracing::field::Empty,
+        scratch_bytes = tracing::field::Empty,
+    )
+}
+
+/// Records how the call ended in its span, and logs it.
+pub fn record(span: &tracing::Span, outcome: &RunOutcome, sandbox: &Sandbox) {
+    span.record("status", outcome.status.as_str());
+    span.record("duration_ms", outcome.duration.as_millis() as u64);
+    span.record("peak_memory", sandbox.memory.peak() as u64);
+    span.record("scratch_bytes", sandbox.disk.bytes_used());
+    span.in_scope(|| tracing::info!("run finished"));
+}

@@ -1,0 +1,71 @@
+//! What a caller asks for, and why a call could not be run.
+
+use crate::files::{FileError, ReturnCaps};
+use crate::limits::{LimitOverrides, ZeroTimeout};
+use crate::preparation::NotReady;
+use crate::server_bounds::Busy;
+
+/// One program to run, as a client asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// A runtime name from plugins.toml, e.g. `python`. In a session, empty means the
+    /// session's own runtime.
+    pub runtime: String,
+    pub code: String,
+    /// `None`: the program sees end of input at once.
+    pub stdin: Option<Vec<u8>>,
+    pub args: Vec<String>,
+    /// Per-run limits; `None` fields take the server's defaults.
+    pub limits: LimitOverrides,
+    /// Input files (path as given, bytes), placed in the working directory first.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// How much of the output files comes back with the outcome.
+    pub return_caps: ReturnCaps,
+    /// Run inside this session (see `session/`).
+    pub session_id: Option<String>,
+}
+
+impl RunRequest {
+    /// The bytes the request holds in memory while it waits and runs.
+    pub fn payload_bytes(&self) -> usize {
+        self.code.len()
+            + self.stdin.as_ref().map_or(0, Vec::len)
+            + self.args.iter().map(String::len).sum::<usize>()
+            + self
+                .files
+                .iter()
+                .map(|(p, b)| p.len() + b.len())
+                .sum::<usize>()
+    }
+}
+
+/// Why a call was not run (a tool error to MCP clients), as opposed to a program that
+/// ran and failed (a [`crate::outcome::RunOutcome`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("unknown runtime `{name}`; valid runtimes: {}", valid.join(", "))]
+    UnknownRuntime { name: String, valid: Vec<String> },
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The host could not set the run up (disk full, broken plugin); not the caller's fault.
+    #[error("runbox could not run the program: {0}")]
+    Host(String),
+    /// The queue or the server's memory is full; the call was not started.
+    #[error(transparent)]
+    Busy(Busy),
+    /// The runtime is still being prepared, or could not be.
+    #[error(transparent)]
+    NotReady(#[from] NotReady),
+    /// An input file breaks a rule (its path, its encoding, a cap).
+    #[error(transparent)]
+    Files(#[from] FileError),
+    /// A session that does not exist (any more), or is full, or of another runtime.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+}
+
+impl From<ZeroTimeout> for RunError {
+    fn from(e: ZeroTimeout) -> Self {
+        RunError::InvalidRequest(e.to_string())
+    }
+}

@@ -1,0 +1,318 @@
+//! `process.resident`: a program kept alive between calls and fed through its stdin.
+//!
+//! A session's interpreter is a small driver program that reads its next request from
+//! standard input, runs it, and reads again. Its stdin is a [`ResidentInput`]: bytes the
+//! plugin feeds, and a signal when the program waits with nothing left to read. The
+//! program itself is a future (its store inside) that the host polls only while a
+//! `start` or `feed` is under way; when the program waits for input, the host stops
+//! polling and the program stays suspended in that wait until it is fed again.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::watch;
+use wasmtime_wasi::cli::{IsTerminal, StdinStream};
+use wasmtime_wasi::p2::{InputStream, Pollable, StreamResult};
+
+/// The program, run to its end: its exit code, or the trap that ended it.
+type Program = Pin<Box<dyn Future<Output = wasmtime::Result<i32>> + Send>>;
+
+/// How long a program that polls its input beside something else (a timer) may stay so
+/// before the host takes it as waiting for input: a zero-delay timer fires within it.
+const POLL_GRACE: std::time::Duration = std::time::Duration::from_millis(3);
+
+/// Whether the program waits for input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiting {
+    No,
+    /// It polls its input, maybe beside other things.
+    Polling,
+    /// It is blocked in a read of its input.
+    Reading,
+}
+
+/// A resident program (the host side of `process.resident`).
+pub struct Resident {
+    input: ResidentInput,
+    /// Suspended where it waits for input; `None` once it has exited.
+    program: Option<Program>,
+    exit_code: Option<i32>,
+}
+
+impl Resident {
+    /// A resident running `program`, whose stdin is `input`. Nothing runs until
+    /// [`Resident::run_until_waiting`].
+    pub fn new(input: ResidentInput, program: Program) -> Resident {
+        Resident {
+            input,
+            program: Some(program),
+            exit_code: None,
+        }
+    }
+
+    /// Feeds `bytes` and runs the program until it waits for more or exits.
+    pub async fn feed(&mut self, bytes: &[u8]) -> wasmtime::Result<Option<i32>> {
+        if self.program.is_some() {
+            self.input.push(bytes);
+        }
+        self.run_until_waiting().await
+    }
+
+    /// Runs the program until it waits for input with nothing to read (`None`) or exits
+    /// (`Some(code)`); a trap or a broken limit is the error.
+    pub async fn run_until_waiting(&mut self) -> wasmtime::Result<Option<i32>> {
+        let Some(program) = self.program.as_mut() else {
+            return Ok(self.exit_code);
+        };
+        let mut waiting = self.input.waiting();
+        let done = loop {
+            let how = tokio::select! {
+                biased;
+                done = &mut *program => break done,
+                how = waiting.wait_for(|w| *w != Waiting::No) => *how.expect("the sender lives"),
+            };
+            if how == Waiting::Reading {
+                return Ok(None);
+            }
+            // Polling: give whatever else it polls a moment to wake it.
+            let woke = tokio::time::timeout(POLL_GRACE, async {
+                tokio::select! {
+                    biased;
+                    done = &mut *program => Some(done),
+                    _ = waiting.wait_for(|w| *w == Waiting::No) => None,
+                }
+            })
+            .await;
+            match woke {
+                Err(_) => return Ok(None),
+                Ok(Some(done)) => break done,
+                Ok(None) => continue,
+            }
+        };
+        self.program = None;
+        let code = done?;
+        self.exit_code = Some(code);
+        Ok(Some(code))
+    }
+}
+
+/// A resident program's standard input: what it was fed and not yet read.
+#[derive(Clone)]
+pub struct ResidentInput(Arc<Shared>);
+
+struct Shared {
+    unread: Mutex<BytesMut>,
+    /// Bumped on every feed, to wake a waiting reader.
+    fed: watch::Sender<u64>,
+    /// Whether the program waits for input with nothing to read.
+    waiting: watch::Sender<Waiting>,
+}
+
+impl Default for ResidentInput {
+    fn default() -> Self {
+        ResidentInput(Arc::new(Shared {
+            unread: Mutex::new(BytesMut::new()),
+            fed: watch::Sender::new(0),
+            waiting: watch::Sender::new(Waiting::No),
+        }))
+    }
+}
+
+impl ResidentInput {
+    fn push(&self, bytes: &[u8]) {
+        self.unread().extend_from_slice(bytes);
+        self.0.waiting.send_replace(Waiting::No);
+        self.0.fed.send_modify(|n| *n += 1);
+    }
+
+    fn waiting(&self) -> watch::Receiver<Waiting> {
+        self.0.waiting.subscribe()
+    }
+
+    fn unread(&self) -> std::sync::MutexGuard<'_, BytesMut> {
+        self.0.unread.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take(&self, size: usize) -> Bytes {
+        let mut unread = self.unread();
+        let n = size.min(unread.len());
+        unread.split_to(n).freeze()
+    }
+
+    /// Resolves once there is something to read. Until then the program is waiting,
+    /// which the host sees, but only for as long as it is: a program that also waits
+    /// for something else (a timer) and wakes for that is not waiting for input, so the
+    /// flag drops when this future ends, however it ends.
+    async fn readable(&self, how: Waiting) {
+        let mut fed = self.0.fed.subscribe();
+        let _waiting = WaitingFlag(self);
+        loop {
+            if !self.unread().is_empty() {
+                return;
+            }
+            self.0.waiting.send_replace(how);
+            if fed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Clears the waiting flag when dropped.
+struct WaitingFlag<'a>(&'a ResidentInput);
+
+impl Drop for WaitingFlag<'_> {
+    fn drop(&mut self) {
+        self.0 .0.waiting.send_replace(Waiting::No);
+    }
+}
+
+impl IsTerminal for ResidentInput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdinStream for ResidentInput {
+    fn p2_stream(&self) -> Box<dyn InputStream> {
+        Box::new(ResidentStream(self.clone()))
+    }
+
+    fn async_stream(&self) -> Box<dyn AsyncRead + Send + Sync> {
+        Box::new(ResidentAsyncRead {
+            input: self.clone(),
+            pending: None,
+        })
+    }
+}
+
+struct ResidentStream(ResidentInput);
+
+#[async_trait::async_trait]
+impl InputStream for ResidentStream {
+    fn read(&mut self, size: usize) -> StreamResult<Bytes> {
+        Ok(self.0.take(size))
+    }
+
+    /// A blocking read waits for input and nothing else.
+    async fn blocking_read(&mut self, size: usize) -> StreamResult<Bytes> {
+        loop {
+            self.0.readable(Waiting::Reading).await;
+            let bytes = self.0.take(size);
+            if !bytes.is_empty() || size == 0 {
+                return Ok(bytes);
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for ResidentStream {
+    /// A poll may wait for other things too.
+    async fn ready(&mut self) {
+        self.0.readable(Waiting::Polling).await
+    }
+}
+
+/// The same input as an [`AsyncRead`] (for WASI versions that read stdin that way).
+struct ResidentAsyncRead {
+    input: ResidentInput,
+    pending: Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>,
+}
+
+impl AsyncRead for ResidentAsyncRead {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        loop {
+            let bytes = self.input.take(buf.remaining());
+            if !bytes.is_empty() {
+                self.pending = None;
+                buf.put_slice(&bytes);
+                return Poll::Ready(Ok(()));
+            }
+            let input = self.input.clone();
+            let pending = self.pending.get_or_insert_with(|| {
+                Box::pin(async move { input.readable(Waiting::Reading).await })
+            });
+            match pending.as_mut().poll(cx) {
+                Poll::Ready(()) => self.pending = None,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A "program" that reads lines from its input and counts them, exiting at `quit`.
+    fn counter(input: ResidentInput, seen: Arc<Mutex<Vec<String>>>) -> Program {
+        Box::pin(async move {
+            let mut stream = ResidentStream(input);
+            let mut line = Vec::new();
+            loop {
+                let bytes = stream.blocking_read(1).await?;
+                if bytes[0] != b'\n' {
+                    line.extend_from_slice(&bytes);
+                    continue;
+                }
+                let text = String::from_utf8(std::mem::take(&mut line)).unwrap();
+                if text == "quit" {
+                    return Ok(seen.lock().unwrap().len() as i32);
+                }
+                seen.lock().unwrap().push(text);
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn a_resident_runs_until_it_waits_and_keeps_its_state() {
+        let input = ResidentInput::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut resident = Resident::new(input.clone(), counter(input, seen.clone()));
+        assert_eq!(resident.run_until_waiting().await.unwrap(), None);
+        assert_eq!(resident.feed(b"a\n").await.unwrap(), None);
+        assert_eq!(*seen.lock().unwrap(), ["a"]);
+        // Two lines at once are both read before it waits again.
+        assert_eq!(resident.feed(b"b\nc\n").await.unwrap(), None);
+        assert_eq!(*seen.lock().unwrap(), ["a", "b", "c"]);
+        assert_eq!(resident.feed(b"quit\n").await.unwrap(), Some(3));
+        // Once exited, it stays so.
+        assert_eq!(resident.feed(b"d\n").await.unwrap(), Some(3));
+    }
+
+    /// A program that polls its input beside a timer and wakes for the timer is not
+    /// waiting for input: the host keeps running it until it waits for input alone.
+    #[tokio::test]
+    async fn waiting_beside_a_timer_is_not_waiting_for_input() {
+        let input = ResidentInput::default();
+        let done = Arc::new(Mutex::new(false));
+        let program: Program = {
+            let (input, done) = (input.clone(), done.clone());
+            Box::pin(async move {
+                let mut stream = ResidentStream(input);
+                tokio::select! {
+                    _ = stream.ready() => unreachable!("nothing was fed"),
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(30)) => {}
+                }
+                *done.lock().unwrap() = true;
+                stream.blocking_read(1).await?;
+                Ok(0)
+            })
+        };
+        let mut resident = Resident::new(input, program);
+        assert_eq!(resident.run_until_waiting().await.unwrap(), None);
+        assert!(
+            *done.lock().unwrap(),
+            "stopped while the program waited for its timer"
+        );
+    }
+}

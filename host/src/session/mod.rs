@@ -1,0 +1,204 @@
+//! The session lifecycle: state that carries over between calls (README, "Sessions").
+//!
+//! `create_session` makes a [`Session`]: a sandbox that lives until the session ends (its
+//! scratch directory, memory and disk budgets), and, for a plugin that keeps state
+//! (exports `runbox:plugin/session`), an instance that stays alive between calls. Each
+//! call still gets its own deadline, output capture and stdin ([`Session::run`]); calls
+//! in one session run one at a time, in order; calls in different sessions run in
+//! parallel. A call that does not complete drops the instance (the state is reset, the
+//! files stay). A session ends when it is closed, after `idle` without calls, or when
+//! the server stops; its files go with it.
+
+mod registry;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+pub use registry::{SessionError, Sessions};
+
+use crate::files::{self, InputFile, OwnFiles};
+use crate::limits::RunLimits;
+use crate::outcome::{RunOutcome, RunStatus};
+use crate::plugin::LoadedPlugin;
+use crate::run::call::{run_call, CallSetup, Collect};
+use crate::run::classify::{cancelled_before_start, classify};
+use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
+use crate::run::{into_wit_file, record, run_span, RunError, RunRequest, Runner};
+use crate::sandbox::bindings::exports::runbox::plugin::runtime;
+use crate::sandbox::Sandbox;
+use crate::scratch::RunDir;
+
+/// One open session.
+pub struct Session {
+    pub id: String,
+    pub runtime: String,
+    plugin: Arc<LoadedPlugin>,
+    sandbox: Arc<Sandbox>,
+    /// The instance kept between calls, and the lock that makes calls take turns.
+    live: Arc<tokio::sync::Mutex<Option<PluginInstance>>>,
+    last_used: Mutex<Instant>,
+    /// Calls under way or waiting (the session does not expire meanwhile).
+    busy: AtomicUsize,
+    /// Removed when the session is dropped (after its last call).
+    _dir: RunDir,
+}
+
+impl Session {
+    fn new(id: String, runner: &Runner, plugin: Arc<LoadedPlugin>) -> std::io::Result<Session> {
+        let path = runner.scratch.next_session_dir();
+        let dir = RunDir::create(&path)?;
+        let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
+        let sandbox = runner.new_sandbox(&plugin, memory, path);
+        Ok(Session {
+            id,
+            runtime: plugin.spec.name.clone(),
+            plugin,
+            sandbox,
+            live: Arc::default(),
+            last_used: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+            _dir: dir,
+        })
+    }
+
+    /// Whether the interpreter's state carries over between this session's calls.
+    pub fn keeps_state(&self) -> bool {
+        self.plugin.spec.session_state && keeps_sessions(&self.plugin)
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.last_used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Runs `request` in the session, after the calls before it.
+    pub async fn run(
+        self: &Arc<Self>,
+        runner: &Runner,
+        request: RunRequest,
+        limits: RunLimits,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, RunError> {
+        let _busy = Busy::new(self);
+        let own = OwnFiles::new(self.plugin.spec.own_files.iter().cloned());
+        let payload = request.payload_bytes();
+        let inputs = files::check_inputs(request.files, &own)?;
+        let collect = Collect {
+            inputs: inputs.iter().map(InputFile::digest).collect(),
+            own,
+            caps: request.return_caps,
+        };
+        let mut ticket = runner
+            .admission
+            .admit(payload.saturating_add(runner.output_reservation()))
+            .map_err(RunError::Busy)?;
+        // One call at a time: wait for the one before (its thread releases the lock).
+        let mut live = tokio::select! {
+            live = self.live.clone().lock_owned() => live,
+            _ = cancel.cancelled() => return Ok(cancelled_before_start()),
+        };
+        let Some(slot) = runner.admission.slot(&mut ticket, &cancel).await else {
+            return Ok(cancelled_before_start());
+        };
+        let started = Instant::now();
+        let span = run_span(&self.runtime, Some(&self.id));
+        let request = runtime::RunRequest {
+            code: request.code,
+            args: request.args,
+            stdin: request.stdin,
+            files: inputs.into_iter().map(into_wit_file).collect(),
+        };
+        let setup = CallSetup {
+            sandbox: self.sandbox.clone(),
+            timeout: limits.timeout,
+            cancel,
+            slot,
+            collect: Some(collect),
+            fresh_scratch: None,
+        };
+        let plugin = self.plugin.clone();
+        let kept = live.take();
+        let end = run_call(
+            setup,
+            kept,
+            move |sandbox, kept| session_call(plugin, sandbox, kept, request),
+            // On the call's thread, once its files are listed: the instance goes back
+            // (if the call completed) and the next call may start.
+            move |instance| *live = instance.flatten(),
+        )
+        .instrument(span.clone())
+        .await?;
+        let mut outcome = classify(end.ended, &self.sandbox, limits.timeout, started.elapsed());
+        outcome.files = end.files;
+        if outcome.status != RunStatus::Completed {
+            self.sandbox.forget_new_programs();
+            if self.keeps_state() {
+                let error = outcome.error.take().unwrap_or_default();
+                outcome.error = Some(format!(
+                    "{error} (the session's interpreter was reset: variables, functions and \
+                     imports from earlier calls are gone; its files were kept)"
+                ));
+            }
+        }
+        record(&span, &outcome, &self.sandbox);
+        self.touch();
+        Ok(outcome)
+    }
+}
+
+/// One call of a session: in the kept instance (made now if there is none), or, for a
+/// plugin that keeps no sessions, in a fresh instance. Hands back the instance to keep:
+/// only after a call that returned, since a trap leaves an instance unusable.
+async fn session_call(
+    plugin: Arc<LoadedPlugin>,
+    sandbox: Arc<Sandbox>,
+    kept: Option<PluginInstance>,
+    request: runtime::RunRequest,
+) -> (wasmtime::Result<PluginReturn>, Option<PluginInstance>) {
+    if !keeps_sessions(&plugin) {
+        let result = async {
+            let mut instance = PluginInstance::new(&plugin, &sandbox).await?;
+            instance.call(PluginCall::Run(request)).await
+        }
+        .await;
+        return (result, None);
+    }
+    let mut instance = match kept {
+        Some(instance) => instance,
+        None => match PluginInstance::new(&plugin, &sandbox).await {
+            Ok(instance) => instance,
+            Err(e) => return (Err(e), None),
+        },
+    };
+    let result = instance.run_in_session(&request).await;
+    let keep = matches!(result, Ok(PluginReturn::Exit(Ok(_))));
+    (result, keep.then_some(instance))
+}
+
+/// Marks a session busy while a call is under way or waiting.
+struct Busy(Arc<Session>);
+
+impl Busy {
+    fn new(session: &Arc<Session>) -> Busy {
+        session.busy.fetch_add(1, Ordering::SeqCst);
+        session.touch();
+        Busy(session.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
