@@ -128,7 +128,8 @@ fn runtimes_json() -> String {
                 })
                 .collect();
             json!({"name": p.name, "language": p.language, "version": p.version,
-                   "extension": p.extension, "samples": samples})
+                   "extension": p.extension, "session_state": p.session_state,
+                   "samples": samples})
         })
         .collect();
     Value::Array(runtimes).to_string()
@@ -136,12 +137,18 @@ fn runtimes_json() -> String {
 
 /// Runs `tests/mcp_client/SCRIPT SCENARIO` against the binary.
 fn scenario(script: &str, scenario: &str) {
+    scenario_with(script, &[scenario]);
+}
+
+/// Runs `tests/mcp_client/SCRIPT ARGS…` against the binary.
+fn scenario_with(script: &str, args: &[&str]) {
+    let scenario = args.join(" ");
     // Fetch and compile the runtimes first, so the binary finds them cached.
     common::runbox();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
     let out = Command::new(sdk_python())
         .arg(dir.join(script))
-        .arg(scenario)
+        .args(args)
         .current_dir(&dir)
         .env("RUNBOX_BIN", env!("CARGO_BIN_EXE_runbox"))
         .env("RUNBOX_CACHE_DIR", common::cache_dir())
@@ -212,6 +219,59 @@ fn sdk_stdio_settings() {
 fn sdk_stdio_cancellation_stops_the_run() {
     scenario("over_stdio.py", "cancellation");
 }
+
+#[test]
+fn sdk_numpy_and_pandas() {
+    scenario("data_work.py", "numpy_and_pandas");
+}
+
+#[test]
+fn sdk_plots_come_back_as_png_images() {
+    scenario("data_work.py", "plots");
+}
+
+#[test]
+fn sdk_files_in_and_out() {
+    scenario("data_work.py", "files_in_and_out");
+}
+
+#[test]
+fn sdk_bad_files_are_refused_with_the_rule() {
+    scenario("data_work.py", "file_rules");
+}
+
+#[test]
+fn sdk_sleep_counts_against_the_deadline() {
+    scenario("data_work.py", "sleeping");
+}
+
+#[test]
+fn sdk_long_runs_send_progress() {
+    scenario("data_work.py", "progress");
+}
+
+/// One test per sessions scenario and transport.
+macro_rules! session_scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod sessions_over_stdio {
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)]); })*
+        }
+        mod sessions_over_http {
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)]); })*
+        }
+    };
+}
+
+session_scenarios!(
+    carry_over,
+    files_carry_over,
+    timeouts_reset_state,
+    isolation,
+    refusals,
+    cap,
+    serialized,
+    cleanup,
+);
 
 #[test]
 fn sdk_http_basic_calls() {
@@ -535,15 +595,25 @@ async fn in_process_tools_and_schemas() {
     let info = client.peer_info().expect("server info");
     assert_eq!(info.server_info.as_ref().unwrap().name, "runbox");
     let tools = client.list_all_tools().await.unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["list_runtimes", "run_code"]);
-    let run = &tools[1];
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "close_session",
+            "create_session",
+            "list_runtimes",
+            "run_code"
+        ]
+    );
+    let run = tools.iter().find(|t| t.name == "run_code").unwrap();
     let input = Value::Object(run.input_schema.as_ref().clone());
     assert_eq!(
         input["properties"]["runtime"]["enum"],
         json!(runbox.runtime_names())
     );
-    assert_eq!(input["required"], json!(["runtime", "code"]));
+    assert_eq!(input["required"], json!(["code"]));
+    assert_eq!(input["properties"]["session_id"]["x-mcp-header"], "Session");
     assert_eq!(
         run.output_schema.as_deref(),
         Some(schema::run_code_output_schema().as_ref())

@@ -98,6 +98,8 @@ EXPECTED = {
     "stderr": "err\n",
     "error": None,
     "truncated": False,
+    "files": [],
+    "session_id": None,
 }
 
 
@@ -220,6 +222,12 @@ def check_run(result, expected):
     if expected["stderr"]:
         assert f"--- stderr ---\n{expected['stderr']}" in text, text
     return duration
+
+
+def completed(stdout, stderr="", exit_code=0, **extra):
+    """The structuredContent of a completed run that printed `stdout` then `stderr`."""
+    return {**EXPECTED, "exit_code": exit_code, "tty": stdout + stderr, "stdout": stdout,
+            "stderr": stderr, **extra}
 
 
 def check_tool_error(result, *needles):

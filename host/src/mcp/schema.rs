@@ -84,9 +84,10 @@ pub struct CloseSessionOutput {
     pub closed: bool,
 }
 
-/// One input file of `run_code`.
+/// One input file of `run_code` (inlined: clients need not resolve `$ref`).
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct FileInput {
     /// Relative path in the working directory, `/`-separated (a leading `/` means the
     /// same), without `..` or empty parts, e.g. `data/input.csv`.
@@ -111,6 +112,7 @@ impl From<&OutputFile> for FileOutput {
 
 /// One output file in `run_code`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(inline)]
 pub struct FileOutput {
     /// Relative to the working directory, `/`-separated.
     pub path: String,
