@@ -85,6 +85,67 @@ fn program_file_and_stdin_file() {
     assert_eq!(text(&out.stdout), "SHOUT\n", "{}", text(&out.stderr));
 }
 
+/// `--file` places host files in the working directory (under their own name, or
+/// NAME=PATH); `--out` receives what the program wrote, and only that.
+#[test]
+fn input_files_in_and_output_files_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    std::fs::write(&data, "a,1\nb,2\n").unwrap();
+    let extra = dir.path().join("whatever.txt");
+    std::fs::write(&extra, "x").unwrap();
+    let out_dir = dir.path().join("results");
+    let out = run_piped(
+        &[
+            "run",
+            "python",
+            "-",
+            "--file",
+            data.to_str().unwrap(),
+            "--file",
+            &format!("in/notes.txt={}", extra.display()),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        "import csv\ntotal = sum(int(r[1]) for r in csv.reader(open('data.csv')))\n\
+         print(total, open('in/notes.txt').read())\nopen('sum.txt', 'w').write(str(total))\n\
+         import os\nos.makedirs('deep/er')\nopen('deep/er/x.bin', 'wb').write(bytes(3))",
+    );
+    assert_eq!(text(&out.stdout), "3 x\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(out_dir.join("sum.txt")).unwrap(), "3");
+    assert_eq!(std::fs::read(out_dir.join("deep/er/x.bin")).unwrap(), [0, 0, 0]);
+    // Unchanged inputs and the program's own source are not written back.
+    assert!(!out_dir.join("data.csv").exists() && !out_dir.join("main.py").exists());
+    assert!(text(&out.stderr).contains("wrote"), "{}", text(&out.stderr));
+
+    // Without --out they are only named.
+    let out = run_piped(&["run", "python", "-"], "open('r.txt', 'w').write('1')");
+    assert!(text(&out.stderr).contains("r.txt") && text(&out.stderr).contains("--out"));
+    // A missing host file is a runbox error.
+    let out = run_piped(&["run", "python", "-", "--file", "/nonexistent/x.csv"], "1");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(text(&out.stderr).contains("/nonexistent/x.csv"), "{}", text(&out.stderr));
+}
+
+/// `runbox repl` runs each entered block in one session: what a model sees.
+#[test]
+fn repl_keeps_state_between_blocks() {
+    let out = run_piped(
+        &["repl", "python"],
+        "x = 41\ndef f(a):\n    return a * 2\n\nprint(x + 1, f(21))\nraise ValueError('no')\n\
+         print('still', x)\n:quit\nprint('not run')\n",
+    );
+    assert_eq!(text(&out.stdout), "42 42\nstill 41\n", "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("ValueError: no") && err.contains("[exit code 1]"), "{err}");
+    assert_eq!(out.status.code(), Some(0));
+    let out = run_piped(&["repl", "quickjs"], "var n = 1;\nn += 1;\nconsole.log(n)\n");
+    assert_eq!(text(&out.stdout), "2\n", "{}", text(&out.stderr));
+    let out = run_piped(&["repl", "cobol"], "");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(text(&out.stderr).contains("unknown runtime `cobol`"));
+}
+
 #[test]
 fn timeout_has_its_own_exit_status() {
     let out = run_piped(&["run", "quickjs", "--timeout", "0.5"], "while (true) {}");
@@ -180,7 +241,7 @@ fn runtimes_lists_every_runtime_with_cache_state() {
 fn help_describes_the_commands() {
     let out = runbox_cmd().arg("--help").output().unwrap();
     let help = text(&out.stdout);
-    for word in ["run", "runtimes", "plugins"] {
+    for word in ["run", "repl", "runtimes", "plugins", "mcp"] {
         assert!(help.contains(word), "{help}");
     }
 }

@@ -1,4 +1,5 @@
-//! The command line: `runbox run`, `runbox runtimes`, `runbox plugins …`, `runbox mcp`.
+//! The command line: `runbox run`, `runbox repl`, `runbox runtimes`, `runbox plugins …`,
+//! `runbox mcp`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -74,6 +75,9 @@ fn parse_program_compiler(name: &str) -> Result<ProgramCompiler, String> {
 pub enum Command {
     /// Run a program in the sandbox and print its output.
     Run(RunArgs),
+    /// An interactive session at a terminal: each entered block is one call, in one
+    /// session (what a model sees through create_session and run_code).
+    Repl(ReplArgs),
     /// List the runtimes and whether their artifacts are fetched and compiled.
     Runtimes,
     /// Fetch and compile plugins ahead of time, or run their conformance suite.
@@ -90,6 +94,15 @@ pub enum Command {
         #[arg(long)]
         output: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    /// The runtime, e.g. python, quickjs, ruby (see `runbox runtimes`).
+    pub runtime: String,
+    /// Wall-clock limit of each block, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub timeout: f64,
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +208,7 @@ impl GlobalArgs {
 pub async fn main(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(args) => run(&cli.global, args).await,
+        Command::Repl(args) => repl(&cli.global, args).await,
         Command::Runtimes => runtimes(&cli.global).map(|()| 0),
         Command::Plugins(PluginsCommand::Fetch { names }) => {
             let options = RunboxOptions {
@@ -312,15 +326,7 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         ..RunboxOptions::default()
     };
     // Check the name before loading anything, so a typo fails fast and clearly.
-    let manifest = global.manifest()?;
-    if !manifest.plugins.contains_key(&args.runtime) {
-        let valid: Vec<_> = manifest.plugins.keys().cloned().collect();
-        bail!(
-            "unknown runtime `{}`; valid runtimes: {}",
-            args.runtime,
-            valid.join(", ")
-        );
-    }
+    check_runtime_name(global, &args.runtime)?;
     let runbox = global.load(options).await?;
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
@@ -371,6 +377,37 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         RunStatus::Crashed => EXIT_CRASHED,
         RunStatus::Terminated => EXIT_TERMINATED,
     })
+}
+
+async fn repl(global: &GlobalArgs, args: ReplArgs) -> Result<u8> {
+    let timeout = crate::mcp::settings::seconds("--timeout", args.timeout)?;
+    check_runtime_name(global, &args.runtime)?;
+    let options = RunboxOptions {
+        limits: LimitSettings {
+            max_timeout: timeout,
+            default_timeout: timeout,
+            ..LimitSettings::default()
+        },
+        max_concurrent: 1,
+        max_sessions: 1,
+        only: vec![args.runtime.clone()],
+        ..RunboxOptions::default()
+    };
+    let runbox = global.load(options).await?;
+    crate::repl::repl(&runbox, &args.runtime, timeout).await
+}
+
+/// Fails fast and clearly on a runtime name the plugins file does not have.
+fn check_runtime_name(global: &GlobalArgs, runtime: &str) -> Result<()> {
+    let manifest = global.manifest()?;
+    if !manifest.plugins.contains_key(runtime) {
+        let valid: Vec<_> = manifest.plugins.keys().cloned().collect();
+        bail!(
+            "unknown runtime `{runtime}`; valid runtimes: {}",
+            valid.join(", ")
+        );
+    }
+    Ok(())
 }
 
 async fn plugins_test(global: &GlobalArgs, names: Vec<String>) -> Result<u8> {

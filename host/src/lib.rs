@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod outcome;
 pub mod plugin;
 pub mod preparation;
+pub mod repl;
 pub mod run;
 pub mod run_thread;
 pub mod sandbox;
