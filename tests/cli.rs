@@ -112,8 +112,14 @@ fn input_files_in_and_output_files_out() {
          import os\nos.makedirs('deep/er')\nopen('deep/er/x.bin', 'wb').write(bytes(3))",
     );
     assert_eq!(text(&out.stdout), "3 x\n", "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(out_dir.join("sum.txt")).unwrap(), "3");
-    assert_eq!(std::fs::read(out_dir.join("deep/er/x.bin")).unwrap(), [0, 0, 0]);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("sum.txt")).unwrap(),
+        "3"
+    );
+    assert_eq!(
+        std::fs::read(out_dir.join("deep/er/x.bin")).unwrap(),
+        [0, 0, 0]
+    );
     // Unchanged inputs and the program's own source are not written back.
     assert!(!out_dir.join("data.csv").exists() && !out_dir.join("main.py").exists());
     assert!(text(&out.stderr).contains("wrote"), "{}", text(&out.stderr));
@@ -124,7 +130,11 @@ fn input_files_in_and_output_files_out() {
     // A missing host file is a runbox error.
     let out = run_piped(&["run", "python", "-", "--file", "/nonexistent/x.csv"], "1");
     assert_eq!(out.status.code(), Some(125));
-    assert!(text(&out.stderr).contains("/nonexistent/x.csv"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/x.csv"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// `runbox repl` runs each entered block in one session: what a model sees.
@@ -135,11 +145,22 @@ fn repl_keeps_state_between_blocks() {
         "x = 41\ndef f(a):\n    return a * 2\n\nprint(x + 1, f(21))\nraise ValueError('no')\n\
          print('still', x)\n:quit\nprint('not run')\n",
     );
-    assert_eq!(text(&out.stdout), "42 42\nstill 41\n", "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "42 42\nstill 41\n",
+        "{}",
+        text(&out.stderr)
+    );
     let err = text(&out.stderr);
-    assert!(err.contains("ValueError: no") && err.contains("[exit code 1]"), "{err}");
+    assert!(
+        err.contains("ValueError: no") && err.contains("[exit code 1]"),
+        "{err}"
+    );
     assert_eq!(out.status.code(), Some(0));
-    let out = run_piped(&["repl", "quickjs"], "var n = 1;\nn += 1;\nconsole.log(n)\n");
+    let out = run_piped(
+        &["repl", "quickjs"],
+        "var n = 1;\nn += 1;\nconsole.log(n)\n",
+    );
     assert_eq!(text(&out.stdout), "2\n", "{}", text(&out.stderr));
     let out = run_piped(&["repl", "cobol"], "");
     assert_eq!(out.status.code(), Some(125));

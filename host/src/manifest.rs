@@ -88,6 +88,11 @@ pub struct PluginSpec {
     /// between calls; the plugin's `describe` must agree. Files carry over regardless.
     #[serde(default)]
     pub session_state: bool,
+    /// Keep an interpreter started ahead of time for ordinary runs (each used once), for
+    /// a runtime whose start is a large part of a run. Needs a plugin that keeps
+    /// sessions (`session.run-once`).
+    #[serde(default)]
+    pub prestart: bool,
 }
 
 /// Which component implements the runtime.

@@ -24,7 +24,9 @@ last call wrote, :quit (or Ctrl-D) ends the session.";
 /// Whether `line` leaves a block open, so more lines follow before it runs.
 pub fn opens_block(line: &str) -> bool {
     let line = line.trim_end();
-    ['{', '(', '[', ':', ',', '\\'].iter().any(|c| line.ends_with(*c))
+    ['{', '(', '[', ':', ',', '\\']
+        .iter()
+        .any(|c| line.ends_with(*c))
         || line.ends_with(" do")
         || line == "do"
         || (line.contains(" do |") && line.ends_with('|'))
@@ -213,7 +215,15 @@ mod tests {
 
     #[test]
     fn what_opens_a_block() {
-        for open in ["if x:", "f(", "[1,", "do", "xs.each do |x|", "a \\", "int main() {"] {
+        for open in [
+            "if x:",
+            "f(",
+            "[1,",
+            "do",
+            "xs.each do |x|",
+            "a \\",
+            "int main() {",
+        ] {
             assert!(opens_block(open), "{open}");
         }
         for line in ["print(1)", "x = [1]", "puts 'do'", "done"] {

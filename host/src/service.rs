@@ -125,7 +125,7 @@ pub enum StartError {
 /// The runtimes and everything their runs share.
 pub struct Runbox {
     plugins: IndexMap<String, Arc<PluginSlot>>,
-    runner: Runner,
+    runner: Arc<Runner>,
     sessions: Sessions,
 }
 
@@ -223,10 +223,11 @@ impl Runbox {
             scratch: Arc::new(ScratchRoot::open(&scratch_dir)?),
             limits: options.limits,
             resources_per_store,
+            prestarts: Default::default(),
         };
         let runbox = Runbox {
             plugins,
-            runner,
+            runner: Arc::new(runner),
             sessions: Sessions::new(options.max_sessions, options.session_idle_timeout),
         };
         Ok((runbox, preparer))

@@ -62,6 +62,10 @@ impl SessionGuest for Adapter {
 /// the driver runs the program in the namespace of the calls before it, writes its exit
 /// status (a decimal number) to `/.runbox/status`, and reads its next line. Without
 /// `session-argv`, each call runs the tool anew (the files stay).
+///
+/// `run-once` (a pre-started ordinary run) feeds the line `once`: the driver runs the
+/// program with its own standard input as the program's (fed after that line, then the
+/// end of input), as the tool would run it, and exits with the program's exit code.
 pub struct Session {
     driver: RefCell<Option<process::Resident>>,
 }
@@ -79,6 +83,10 @@ impl GuestSession for Session {
         }
     }
 
+    fn run_once(&self, request: RunRequest) -> Result<i32, String> {
+        self.once(request)
+    }
+
     fn run(&self, request: RunRequest) -> Result<i32, String> {
         let invocation = plan::invocation(&config::settings(), &request.args)?;
         let Some(driver) = &invocation.driver else {
@@ -93,7 +101,7 @@ impl GuestSession for Session {
             Some(resident) => resident,
             None => start(driver, &invocation.env)?,
         };
-        match resident.feed(b"run\n") {
+        match resident.feed(b"run\n", false) {
             None => {
                 *slot = Some(resident);
                 let status = std::fs::read_to_string(SESSION_STATUS).map_err(|e| {
@@ -117,6 +125,28 @@ impl GuestSession for Session {
                 Ok(code)
             }
         }
+    }
+}
+
+impl Session {
+    /// `run-once`: see the type's documentation.
+    fn once(&self, request: RunRequest) -> Result<i32, String> {
+        let invocation = plan::invocation(&config::settings(), &request.args)?;
+        let Some(driver) = &invocation.driver else {
+            return Adapter::run(request);
+        };
+        prepare(&invocation, &request)?;
+        let resident = match self.driver.borrow_mut().take() {
+            Some(resident) => resident,
+            None => start(driver, &invocation.env)?,
+        };
+        if let Some(code) = resident.feed(b"once\n", false) {
+            return Ok(code);
+        }
+        // The program reads its standard input: all of it, then the end.
+        resident
+            .feed(request.stdin.as_deref().unwrap_or_default(), true)
+            .ok_or_else(|| "the session's driver waited for input after its end".to_string())
     }
 }
 

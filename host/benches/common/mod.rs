@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each bench uses its own part
 
+pub mod mcp;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,4 +43,18 @@ pub fn percentile(times: &mut [Duration], p: f64) -> Duration {
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// The median and 95th percentile of some times, in ms.
+#[derive(Debug, Clone, Copy)]
+pub struct Stats {
+    pub median: f64,
+    pub p95: f64,
+}
+
+pub fn stats(times: &mut [Duration]) -> Stats {
+    Stats {
+        median: ms(median(times)),
+        p95: ms(percentile(times, 0.95)),
+    }
 }

@@ -26,7 +26,9 @@ pub enum PluginReturn {
 /// One instance of a plugin's component.
 pub struct PluginInstance {
     store: Store<StoreState>,
+    instance: wasmtime::component::Instance,
     runtime: runtime::Guest,
+    /// Opened by [`PluginInstance::open_session`].
     session: Option<OpenSession>,
 }
 
@@ -45,19 +47,32 @@ impl PluginInstance {
         let mut store = new_store(sandbox, io, sandbox.engine.engine())?;
         let instance = plugin.component.instantiate_async(&mut store).await?;
         let runtime = plugin.runtime_exports.load(&mut store, &instance)?;
-        let session = match &plugin.session_exports {
-            Some(indices) => {
-                let exports = indices.load(&mut store, &instance)?;
-                let handle = exports.session().call_constructor(&mut store).await?;
-                Some(OpenSession { exports, handle })
-            }
-            None => None,
-        };
         Ok(PluginInstance {
             store,
+            instance,
             runtime,
-            session,
+            session: None,
         })
+    }
+
+    /// A fresh instance of `plugin` with its session opened (which may start its
+    /// interpreter). The plugin must keep sessions ([`keeps_sessions`]).
+    pub async fn with_session(
+        plugin: &LoadedPlugin,
+        sandbox: &Arc<Sandbox>,
+    ) -> wasmtime::Result<Self> {
+        let mut instance = PluginInstance::new(plugin, sandbox).await?;
+        let indices = plugin
+            .session_exports
+            .as_ref()
+            .ok_or_else(|| wasmtime::format_err!("the plugin exports no session"))?;
+        let exports = indices.load(&mut instance.store, &instance.instance)?;
+        let handle = exports
+            .session()
+            .call_constructor(&mut instance.store)
+            .await?;
+        instance.session = Some(OpenSession { exports, handle });
+        Ok(instance)
     }
 
     /// Makes `call` with `runtime` (a fresh instance's one call).
@@ -86,6 +101,26 @@ impl PluginInstance {
             .exports
             .session()
             .call_run(&mut self.store, open.handle, request)
+            .await?;
+        Ok(PluginReturn::Exit(exit))
+    }
+}
+
+impl PluginInstance {
+    /// Runs `request` as an ordinary run in the plugin's session, which it uses up (a
+    /// pre-started run: see `prestart.rs`).
+    pub async fn run_once(
+        mut self,
+        request: &runtime::RunRequest,
+    ) -> wasmtime::Result<PluginReturn> {
+        let open = self
+            .session
+            .as_ref()
+            .ok_or_else(|| wasmtime::format_err!("the plugin exports no session"))?;
+        let exit = open
+            .exports
+            .session()
+            .call_run_once(&mut self.store, open.handle, request)
             .await?;
         Ok(PluginReturn::Exit(exit))
     }

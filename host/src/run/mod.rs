@@ -9,6 +9,7 @@
 pub mod call;
 pub mod classify;
 pub mod instance;
+pub mod prestart;
 mod request;
 
 use std::path::PathBuf;
@@ -35,7 +36,8 @@ use crate::scratch::ScratchRoot;
 use crate::server_bounds::Admission;
 use call::{run_call, CallSetup, Collect};
 use classify::{cancelled_before_start, classify, Ended};
-use instance::{PluginCall, PluginInstance, PluginReturn};
+use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
+use prestart::{Prestarts, Warm};
 
 /// What every sandbox is made from, and what every call goes through.
 pub struct Runner {
@@ -46,6 +48,8 @@ pub struct Runner {
     pub limits: LimitSettings,
     /// Resources each store may hold (see `service.rs`).
     pub resources_per_store: usize,
+    /// Interpreters started ahead of time (see `prestart.rs`).
+    pub prestarts: Prestarts,
 }
 
 impl Runner {
@@ -78,14 +82,27 @@ impl Runner {
         4 * self.limits.output_bytes
     }
 
-    /// Runs `request` once, in a fresh sandbox with a fresh instance of `plugin`.
+    /// Runs `request` once, in a fresh sandbox with a fresh instance of `plugin` (or,
+    /// for a runtime that is pre-started, one started ahead of time).
     pub async fn run_once(
-        &self,
+        self: &Arc<Self>,
         plugin: Arc<LoadedPlugin>,
         request: RunRequest,
         limits: RunLimits,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        // A warm instance has the default memory cap and no program arguments.
+        let prestarted = plugin.spec.prestart
+            && keeps_sessions(&plugin)
+            && request.args.is_empty()
+            && limits.memory_bytes as u64 == self.limits.memory_bytes;
+        let warm = if prestarted {
+            let warm = self.prestarts.take(&plugin.spec.name);
+            Prestarts::refill(self, &plugin);
+            warm
+        } else {
+            None
+        };
         let own = OwnFiles::new(plugin.spec.own_files.iter().cloned());
         let payload = request.payload_bytes();
         let inputs = files::check_inputs(request.files, &own)?;
@@ -109,19 +126,42 @@ impl Runner {
             stdin: request.stdin,
             files: inputs.into_iter().map(into_wit_file).collect(),
         });
-        let scratch = self.scratch.next_run_dir();
-        let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
-        let setup = CallSetup {
-            sandbox: sandbox.clone(),
-            timeout: limits.timeout,
-            cancel,
-            slot,
-            collect: Some(collect),
-            fresh_scratch: Some(scratch),
+        let (sandbox, end) = match warm {
+            Some(warm) => {
+                let sandbox = warm.sandbox.clone();
+                let PluginCall::Run(request) = call else {
+                    unreachable!("a run")
+                };
+                let setup = CallSetup {
+                    sandbox: sandbox.clone(),
+                    timeout: limits.timeout,
+                    cancel,
+                    slot,
+                    collect: Some(collect),
+                    fresh_scratch: None,
+                };
+                let end = run_call(setup, warm, warm_call(request), |warm| drop(warm))
+                    .instrument(span.clone())
+                    .await?;
+                (sandbox, end)
+            }
+            None => {
+                let scratch = self.scratch.next_run_dir();
+                let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
+                let setup = CallSetup {
+                    sandbox: sandbox.clone(),
+                    timeout: limits.timeout,
+                    cancel,
+                    slot,
+                    collect: Some(collect),
+                    fresh_scratch: Some(scratch),
+                };
+                let end = run_call(setup, plugin, fresh_instance_call(call), |_| {})
+                    .instrument(span.clone())
+                    .await?;
+                (sandbox, end)
+            }
         };
-        let end = run_call(setup, plugin, fresh_instance_call(call), |_| {})
-            .instrument(span.clone())
-            .await?;
         let mut outcome = classify(end.ended, &sandbox, limits.timeout, started.elapsed());
         outcome.files = end.files;
         if outcome.status != RunStatus::Completed {
@@ -196,6 +236,26 @@ fn fresh_instance_call(
             }
             .await;
             (result, plugin)
+        })
+    }
+}
+
+/// What a pre-started run hands back to its thread: the plugin's answer, and the used
+/// warm instance (its scratch directory goes once the files are listed).
+type WarmRun =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (wasmtime::Result<PluginReturn>, Warm)>>>;
+
+/// The one run of a warm instance.
+fn warm_call(
+    request: runtime::RunRequest,
+) -> impl FnOnce(Arc<Sandbox>, Warm) -> WarmRun + Send + 'static {
+    move |_sandbox, mut warm| {
+        Box::pin(async move {
+            let result = match warm.instance.take() {
+                Some(instance) => instance.run_once(&request).await,
+                None => Err(wasmtime::format_err!("the warm instance was used before")),
+            };
+            (result, warm)
         })
     }
 }

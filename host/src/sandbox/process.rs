@@ -56,8 +56,12 @@ impl process::HostResident for StoreState {
         &mut self,
         resident: Resource<Resident>,
         input: Vec<u8>,
+        end_of_input: bool,
     ) -> wasmtime::Result<Option<i32>> {
-        self.table.get_mut(&resident)?.feed(&input).await
+        self.table
+            .get_mut(&resident)?
+            .feed(&input, end_of_input)
+            .await
     }
 
     fn drop(&mut self, resident: Resource<Resident>) -> wasmtime::Result<()> {

@@ -16,7 +16,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::watch;
 use wasmtime_wasi::cli::{IsTerminal, StdinStream};
-use wasmtime_wasi::p2::{InputStream, Pollable, StreamResult};
+use wasmtime_wasi::p2::{InputStream, Pollable, StreamError, StreamResult};
 
 /// The program, run to its end: its exit code, or the trap that ended it.
 type Program = Pin<Box<dyn Future<Output = wasmtime::Result<i32>> + Send>>;
@@ -54,10 +54,15 @@ impl Resident {
         }
     }
 
-    /// Feeds `bytes` and runs the program until it waits for more or exits.
-    pub async fn feed(&mut self, bytes: &[u8]) -> wasmtime::Result<Option<i32>> {
+    /// Feeds `bytes` (and, with `end_of_input`, the end of input after them) and runs the
+    /// program until it waits for more or exits.
+    pub async fn feed(
+        &mut self,
+        bytes: &[u8],
+        end_of_input: bool,
+    ) -> wasmtime::Result<Option<i32>> {
         if self.program.is_some() {
-            self.input.push(bytes);
+            self.input.push(bytes, end_of_input);
         }
         self.run_until_waiting().await
     }
@@ -105,17 +110,24 @@ impl Resident {
 pub struct ResidentInput(Arc<Shared>);
 
 struct Shared {
-    unread: Mutex<BytesMut>,
+    unread: Mutex<Unread>,
     /// Bumped on every feed, to wake a waiting reader.
     fed: watch::Sender<u64>,
     /// Whether the program waits for input with nothing to read.
     waiting: watch::Sender<Waiting>,
 }
 
+/// Bytes fed and not yet read, and whether input has ended after them.
+#[derive(Default)]
+struct Unread {
+    bytes: BytesMut,
+    ended: bool,
+}
+
 impl Default for ResidentInput {
     fn default() -> Self {
         ResidentInput(Arc::new(Shared {
-            unread: Mutex::new(BytesMut::new()),
+            unread: Mutex::new(Unread::default()),
             fed: watch::Sender::new(0),
             waiting: watch::Sender::new(Waiting::No),
         }))
@@ -123,8 +135,12 @@ impl Default for ResidentInput {
 }
 
 impl ResidentInput {
-    fn push(&self, bytes: &[u8]) {
-        self.unread().extend_from_slice(bytes);
+    fn push(&self, bytes: &[u8], end_of_input: bool) {
+        {
+            let mut unread = self.unread();
+            unread.bytes.extend_from_slice(bytes);
+            unread.ended |= end_of_input;
+        }
         self.0.waiting.send_replace(Waiting::No);
         self.0.fed.send_modify(|n| *n += 1);
     }
@@ -133,14 +149,24 @@ impl ResidentInput {
         self.0.waiting.subscribe()
     }
 
-    fn unread(&self) -> std::sync::MutexGuard<'_, BytesMut> {
+    fn unread(&self) -> std::sync::MutexGuard<'_, Unread> {
         self.0.unread.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn take(&self, size: usize) -> Bytes {
+    /// Up to `size` bytes; `None` at the end of input.
+    fn take(&self, size: usize) -> Option<Bytes> {
         let mut unread = self.unread();
-        let n = size.min(unread.len());
-        unread.split_to(n).freeze()
+        if unread.bytes.is_empty() && unread.ended {
+            return None;
+        }
+        let n = size.min(unread.bytes.len());
+        Some(unread.bytes.split_to(n).freeze())
+    }
+
+    /// Whether a read would not wait: there are bytes, or the input has ended.
+    fn has_something(&self) -> bool {
+        let unread = self.unread();
+        !unread.bytes.is_empty() || unread.ended
     }
 
     /// Resolves once there is something to read. Until then the program is waiting,
@@ -151,7 +177,7 @@ impl ResidentInput {
         let mut fed = self.0.fed.subscribe();
         let _waiting = WaitingFlag(self);
         loop {
-            if !self.unread().is_empty() {
+            if self.has_something() {
                 return;
             }
             self.0.waiting.send_replace(how);
@@ -195,14 +221,14 @@ struct ResidentStream(ResidentInput);
 #[async_trait::async_trait]
 impl InputStream for ResidentStream {
     fn read(&mut self, size: usize) -> StreamResult<Bytes> {
-        Ok(self.0.take(size))
+        self.0.take(size).ok_or(StreamError::Closed)
     }
 
     /// A blocking read waits for input and nothing else.
     async fn blocking_read(&mut self, size: usize) -> StreamResult<Bytes> {
         loop {
             self.0.readable(Waiting::Reading).await;
-            let bytes = self.0.take(size);
+            let bytes = self.0.take(size).ok_or(StreamError::Closed)?;
             if !bytes.is_empty() || size == 0 {
                 return Ok(bytes);
             }
@@ -231,7 +257,10 @@ impl AsyncRead for ResidentAsyncRead {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         loop {
-            let bytes = self.input.take(buf.remaining());
+            let Some(bytes) = self.input.take(buf.remaining()) else {
+                // End of input: a read of nothing.
+                return Poll::Ready(Ok(()));
+            };
             if !bytes.is_empty() {
                 self.pending = None;
                 buf.put_slice(&bytes);
@@ -279,14 +308,37 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut resident = Resident::new(input.clone(), counter(input, seen.clone()));
         assert_eq!(resident.run_until_waiting().await.unwrap(), None);
-        assert_eq!(resident.feed(b"a\n").await.unwrap(), None);
+        assert_eq!(resident.feed(b"a\n", false).await.unwrap(), None);
         assert_eq!(*seen.lock().unwrap(), ["a"]);
         // Two lines at once are both read before it waits again.
-        assert_eq!(resident.feed(b"b\nc\n").await.unwrap(), None);
+        assert_eq!(resident.feed(b"b\nc\n", false).await.unwrap(), None);
         assert_eq!(*seen.lock().unwrap(), ["a", "b", "c"]);
-        assert_eq!(resident.feed(b"quit\n").await.unwrap(), Some(3));
+        assert_eq!(resident.feed(b"quit\n", false).await.unwrap(), Some(3));
         // Once exited, it stays so.
-        assert_eq!(resident.feed(b"d\n").await.unwrap(), Some(3));
+        assert_eq!(resident.feed(b"d\n", false).await.unwrap(), Some(3));
+    }
+
+    /// After the end of input a read does not wait: the program sees end of input.
+    #[tokio::test]
+    async fn the_end_of_input_ends_the_reads() {
+        let input = ResidentInput::default();
+        let program: Program = {
+            let input = input.clone();
+            Box::pin(async move {
+                let mut stream = ResidentStream(input);
+                let mut n = 0;
+                loop {
+                    match stream.blocking_read(64).await {
+                        Ok(bytes) => n += bytes.len() as i32,
+                        Err(StreamError::Closed) => return Ok(n),
+                        Err(e) => return Err(wasmtime::format_err!("{e}")),
+                    }
+                }
+            })
+        };
+        let mut resident = Resident::new(input, program);
+        assert_eq!(resident.feed(b"abc", false).await.unwrap(), None);
+        assert_eq!(resident.feed(b"de", true).await.unwrap(), Some(5));
     }
 
     /// A program that polls its input beside a timer and wakes for the timer is not

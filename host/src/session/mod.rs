@@ -175,7 +175,7 @@ async fn session_call(
     }
     let mut instance = match kept {
         Some(instance) => instance,
-        None => match PluginInstance::new(&plugin, &sandbox).await {
+        None => match PluginInstance::with_session(&plugin, &sandbox).await {
             Ok(instance) => instance,
             Err(e) => return (Err(e), None),
         },

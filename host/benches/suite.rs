@@ -1,0 +1,582 @@
+//! The benchmark suite: how fast runbox answers, per runtime, warm, medians and p95.
+//!
+//! `cargo bench --bench suite` runs every section; `cargo bench --bench suite -- hello
+//! python` only those (sections: hello, python, cpu, throughput, session, prestart,
+//! memory, cold), and `ROUNDS=N` sets the rounds. It prints markdown tables (what
+//! `bench/RESULTS.md` is made from). MCP numbers are client round trips through the real
+//! binary (`runbox mcp` over stdio, rmcp's client); in-process numbers call the library.
+//! Native programs (python3, gcc, g++, node) are run beside when installed. Runtimes come
+//! from the tests' cache (`RUNBOX_CACHE_DIR`, default `target/runbox-cache`).
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::mcp::McpServer;
+use common::{ms, stats, Stats};
+use runbox::artifact::{Cache, Progress};
+use runbox::manifest::Manifest;
+use runbox::service::{RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
+
+/// Hello world in every runtime, with its expected output.
+const HELLO: &[(&str, &str)] = &[
+    ("python", "print('hello, world')"),
+    ("quickjs", "console.log('hello, world')"),
+    ("ruby", "puts 'hello, world'"),
+    ("php-cgi", "<?php echo \"hello, world\\n\";"),
+    (
+        "clang",
+        "#include <stdio.h>\nint main(void) { puts(\"hello, world\"); return 0; }\n",
+    ),
+    (
+        "clangpp",
+        "#include <iostream>\nint main() { std::cout << \"hello, world\" << std::endl; }\n",
+    ),
+];
+
+const PRIMES_PY: &str = "def primes(n):\n    found = []\n    for c in range(2, n):\n        if all(c % p for p in found if p * p <= c):\n            found.append(c)\n    return found\nprint(len(primes(5000)))\n";
+
+const FIB_C: &str = "#include <stdio.h>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main(void) { printf(\"%d\\n\", fib(32)); return 0; }\n";
+const FIB_CPP: &str = "#include <iostream>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main() { std::cout << fib(32) << std::endl; }\n";
+const FIB_JS: &str =
+    "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nconsole.log(fib(27));\n";
+const FIB_RB: &str = "def fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)\nputs fib(25)\n";
+
+/// The data-work programs of the python issue, with their targets (ms).
+const PYTHON: &[(&str, &str, &str, f64)] = &[
+    ("hello", "print('hello, world')", "hello, world\n", 30.0),
+    (
+        "numpy percentile",
+        "import numpy\nprint(numpy.percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 75))",
+        "7.75\n",
+        50.0,
+    ),
+    (
+        "pandas groupby, 1,000 rows",
+        "import pandas as pd\ndf = pd.DataFrame({'k': [i % 7 for i in range(1000)], 'v': range(1000)})\nprint(df.groupby('k').v.sum().sum())",
+        "499500\n",
+        100.0,
+    ),
+    (
+        "matplotlib line plot to PNG",
+        "import matplotlib.pyplot as plt\nplt.plot(range(100), [i * i for i in range(100)])\nplt.savefig('plot.png')\nprint('ok')",
+        "ok\n",
+        400.0,
+    ),
+    ("primes(5000)", PRIMES_PY, "669\n", f64::NAN),
+];
+
+fn main() {
+    let sections: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wants = |name: &str| sections.is_empty() || sections.iter().any(|s| s == name);
+    let rounds = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(20);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    println!("# runbox benchmark suite\n");
+    println!("{rounds} rounds per row after one warm-up run (fewer for the slowest rows); times in ms.\n");
+    rt.block_on(async {
+        if wants("hello") {
+            hello(rounds).await;
+        }
+        if wants("python") {
+            python(rounds).await;
+        }
+        if wants("cpu") {
+            cpu(rounds.min(7)).await;
+        }
+        if wants("throughput") {
+            throughput().await;
+        }
+        if wants("session") {
+            session(rounds).await;
+        }
+        if wants("prestart") {
+            prestart(rounds).await;
+        }
+        if wants("memory") {
+            memory().await;
+        }
+        if wants("cold") {
+            cold();
+        }
+    });
+}
+
+fn header(title: &str, columns: &[&str]) {
+    println!("## {title}\n");
+    println!("| {} |", columns.join(" | "));
+    println!("|{}", " --- |".repeat(columns.len()));
+}
+
+/// Times `call` `rounds` times after one warm-up.
+async fn time<F, Fut>(rounds: usize, mut call: F) -> Stats
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    call().await;
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        call().await;
+        times.push(started.elapsed());
+    }
+    stats(&mut times)
+}
+
+fn load(only: &[&str]) -> Arc<Runbox> {
+    let manifest = Manifest::builtin().expect("built-in plugins.toml");
+    let options = RunboxOptions {
+        only: only.iter().map(|s| s.to_string()).collect(),
+        compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
+        ..RunboxOptions::default()
+    };
+    Arc::new(
+        Runbox::load(
+            &manifest,
+            &Cache::at(common::cache_dir()),
+            options,
+            &Progress::stderr(),
+        )
+        .expect("load the runtimes"),
+    )
+}
+
+async fn run_in_process(runbox: &Runbox, runtime: &str, code: &str, expected: &str) {
+    let outcome = runbox
+        .run(
+            RunRequest {
+                runtime: runtime.into(),
+                code: code.into(),
+                limits: runbox::service::LimitOverrides {
+                    timeout: Some(Duration::from_secs(60)),
+                    memory_bytes: None,
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(outcome.stdout, expected, "{runtime}: {outcome:?}");
+}
+
+fn rounds_for(runtime: &str, rounds: usize) -> usize {
+    if runtime == "clangpp" {
+        rounds.min(5)
+    } else {
+        rounds
+    }
+}
+
+/// Hello world, in-process and through MCP.
+async fn hello(rounds: usize) {
+    let names: Vec<&str> = HELLO.iter().map(|(n, _)| *n).collect();
+    let runbox = tokio::task::spawn_blocking(move || load(&names))
+        .await
+        .unwrap();
+    let server = McpServer::start(&[]).await;
+    header(
+        "Hello world per call",
+        &[
+            "runtime",
+            "in-process median",
+            "p95",
+            "MCP round trip median",
+            "p95",
+        ],
+    );
+    for (runtime, code) in HELLO {
+        let n = rounds_for(runtime, rounds);
+        let inproc = time(n, || {
+            run_in_process(&runbox, runtime, code, "hello, world\n")
+        })
+        .await;
+        let mcp = time(n, || server.expect(runtime, code, None, "hello, world\n")).await;
+        println!(
+            "| {runtime} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            inproc.median, inproc.p95, mcp.median, mcp.p95
+        );
+    }
+    println!();
+}
+
+/// The python issue's targets, through MCP, and primes(5000) beside native CPython.
+async fn python(rounds: usize) {
+    let server = McpServer::start(&["--runtimes", "python"]).await;
+    header(
+        "Python data work through MCP",
+        &["program", "median", "p95", "target"],
+    );
+    let mut primes = None;
+    for (name, code, expected, target) in PYTHON {
+        let n = if target.is_nan() {
+            rounds.min(7)
+        } else {
+            rounds
+        };
+        let s = time(n, || server.expect("python", code, None, expected)).await;
+        if target.is_nan() {
+            primes = Some(s);
+            println!(
+                "| {name} | {:.1} | {:.1} | within 2x native |",
+                s.median, s.p95
+            );
+        } else {
+            println!("| {name} | {:.1} | {:.1} | <= {target} |", s.median, s.p95);
+        }
+    }
+    println!();
+    if let (Some(primes), Some(native)) = (primes, native_median(&["python3", "-c", PRIMES_PY], 7))
+    {
+        println!(
+            "primes(5000): runbox {:.0} ms, native python3 {:.0} ms (process), ratio {:.2}\n",
+            primes.median,
+            native,
+            primes.median / native
+        );
+    }
+}
+
+/// CPU-bound programs beside the same program run natively.
+async fn cpu(rounds: usize) {
+    let server = McpServer::start(&[]).await;
+    header(
+        "CPU-bound programs (whole call) beside native",
+        &[
+            "program",
+            "runbox median",
+            "native median",
+            "ratio",
+            "native",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<(&str, &str, &str, &str, Option<f64>, &str)> = vec![
+        (
+            "python primes(5000)",
+            "python",
+            PRIMES_PY,
+            "669\n",
+            native_median(&["python3", "-c", PRIMES_PY], rounds),
+            "python3 (CPython 3.11)",
+        ),
+        (
+            "C fib(32), compile+run",
+            "clang",
+            FIB_C,
+            "2178309\n",
+            native_compiled(dir.path(), "gcc", "c", FIB_C, rounds),
+            "gcc -O2, compile+run",
+        ),
+        (
+            "C++ fib(32), compile+run",
+            "clangpp",
+            FIB_CPP,
+            "2178309\n",
+            native_compiled(dir.path(), "g++", "cpp", FIB_CPP, rounds),
+            "g++ -O2, compile+run",
+        ),
+        (
+            "JavaScript fib(27)",
+            "quickjs",
+            FIB_JS,
+            "196418\n",
+            native_script(dir.path(), "node", "js", FIB_JS, rounds),
+            "node",
+        ),
+        (
+            "Ruby fib(25)",
+            "ruby",
+            FIB_RB,
+            "75025\n",
+            native_script(dir.path(), "ruby", "rb", FIB_RB, rounds),
+            "ruby",
+        ),
+    ];
+    for (name, runtime, code, expected, native, what) in rows {
+        let s = time(rounds, || server.expect(runtime, code, None, expected)).await;
+        match native {
+            Some(n) => println!(
+                "| {name} | {:.0} | {n:.0} | {:.2} | {what} |",
+                s.median,
+                s.median / n
+            ),
+            None => println!(
+                "| {name} | {:.0} | - | - | {what} not installed |",
+                s.median
+            ),
+        }
+    }
+    println!();
+}
+
+/// Python hello runs per second with 1, 2, 8 and 32 concurrent callers.
+async fn throughput() {
+    let server = Arc::new(McpServer::start(&["--max-concurrent", "8", "--max-queued", "64"]).await);
+    header(
+        "Throughput: python hello through MCP",
+        &["callers", "runs/s", "median", "p95"],
+    );
+    for callers in [1usize, 2, 8, 32] {
+        let per_caller = (200 / callers).max(10);
+        server.expect("python", "print(1)", None, "1\n").await;
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..callers {
+            let server = server.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut times = Vec::new();
+                for _ in 0..per_caller {
+                    let t = Instant::now();
+                    server.expect("python", "print(1)", None, "1\n").await;
+                    times.push(t.elapsed());
+                }
+                times
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        let wall = started.elapsed();
+        let s = stats(&mut all);
+        println!(
+            "| {callers} | {:.0} | {:.1} | {:.1} |",
+            all.len() as f64 / wall.as_secs_f64(),
+            s.median,
+            s.p95
+        );
+    }
+    println!();
+}
+
+/// Per-call latency inside a session.
+async fn session(rounds: usize) {
+    let server = McpServer::start(&[]).await;
+    header(
+        "Inside a session (MCP round trip)",
+        &["runtime", "median", "p95", "first call"],
+    );
+    for (runtime, define, call, out) in [
+        ("python", "x = 41", "print(x + 1)", "42\n"),
+        ("quickjs", "var x = 41;", "console.log(x + 1)", "42\n"),
+        ("ruby", "x = 41", "puts x + 1", "42\n"),
+    ] {
+        let id = server.create_session(runtime).await;
+        let first = Instant::now();
+        server.expect_in(&id, define, "").await;
+        let first = first.elapsed();
+        let s = time(rounds, || server.expect_in(&id, call, out)).await;
+        println!(
+            "| {runtime} | {:.1} | {:.1} | {:.1} |",
+            s.median,
+            s.p95,
+            ms(first)
+        );
+    }
+    println!();
+}
+
+/// Ruby's ordinary runs with a pre-started interpreter and without.
+async fn prestart(rounds: usize) {
+    let warm = tokio::task::spawn_blocking(|| load(&["ruby"]))
+        .await
+        .unwrap();
+    let cold = tokio::task::spawn_blocking(|| {
+        let mut manifest = Manifest::builtin().expect("built-in plugins.toml");
+        manifest.plugins.get_mut("ruby").unwrap().prestart = false;
+        let options = RunboxOptions {
+            only: vec!["ruby".into()],
+            ..RunboxOptions::default()
+        };
+        Arc::new(
+            Runbox::load(
+                &manifest,
+                &Cache::at(common::cache_dir()),
+                options,
+                &Progress::hidden(),
+            )
+            .unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    header(
+        "Pre-started runs: ruby hello (in-process)",
+        &["", "median", "p95"],
+    );
+    let code = "puts 'hello, world'";
+    // A pause between runs lets the next interpreter start, as between real calls.
+    let with = time(rounds, || async {
+        run_in_process(&warm, "ruby", code, "hello, world\n").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    })
+    .await;
+    let without = time(rounds, || {
+        run_in_process(&cold, "ruby", code, "hello, world\n")
+    })
+    .await;
+    println!(
+        "| pre-started | {:.1} | {:.1} |",
+        with.median - 300.0,
+        with.p95 - 300.0
+    );
+    println!(
+        "| started per run | {:.1} | {:.1} |\n",
+        without.median, without.p95
+    );
+}
+
+/// The server's resident memory idle with every runtime loaded, and at 32 runs at once.
+async fn memory() {
+    let server = Arc::new(McpServer::start(&["--max-concurrent", "32"]).await);
+    for (runtime, code) in HELLO {
+        server.expect(runtime, code, None, "hello, world\n").await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = server.rss_kib();
+    let mut tasks = Vec::new();
+    let busy = "import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nprint(1)";
+    for _ in 0..32 {
+        let server = server.clone();
+        tasks.push(tokio::spawn(async move {
+            server.expect("python", busy, None, "1\n").await
+        }));
+    }
+    let mut peak = 0;
+    while tasks.iter().any(|t| !t.is_finished()) {
+        peak = peak.max(server.rss_kib());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    header("Server memory (RSS)", &["state", "MiB"]);
+    println!(
+        "| idle, every runtime loaded and used once | {:.0} |",
+        idle as f64 / 1024.0
+    );
+    println!(
+        "| 32 python runs at once (peak) | {:.0} |\n",
+        peak as f64 / 1024.0
+    );
+}
+
+/// Process start to first result: `runbox run` with the compiled cache warm, and with it
+/// empty (artifacts fetched, nothing compiled) for the runtimes that compile quickly.
+fn cold() {
+    header(
+        "Cold start: `runbox run` process to first result",
+        &["runtime", "compiled cache warm", "compiled cache empty"],
+    );
+    let cache = common::cache_dir();
+    for (runtime, code) in HELLO {
+        let warm = process_median(&cache, runtime, code, 5);
+        let empty = if matches!(*runtime, "quickjs" | "php-cgi" | "ruby") {
+            let dir = tempfile::tempdir().unwrap();
+            // Artifacts and mounts only: what `plugins fetch` leaves before compiling.
+            for part in ["artifacts", "packages", "mounts"] {
+                let _ = Command::new("cp")
+                    .arg("-al")
+                    .arg(cache.join(part))
+                    .arg(dir.path().join(part))
+                    .status();
+            }
+            format!("{:.0}", process_median(dir.path(), runtime, code, 1))
+        } else {
+            "(minutes: see README)".into()
+        };
+        println!("| {runtime} | {warm:.0} | {empty} |");
+    }
+    println!();
+}
+
+fn process_median(cache: &std::path::Path, runtime: &str, code: &str, rounds: usize) -> f64 {
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_runbox"))
+            .args(["--quiet", "run", runtime, "-"])
+            .env("RUNBOX_CACHE_DIR", cache)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start runbox");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(code.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "hello, world\n",
+            "{runtime}"
+        );
+        times.push(started.elapsed());
+    }
+    stats(&mut times).median
+}
+
+/// The median wall time of a native command, if it can run.
+fn native_median(argv: &[&str], rounds: usize) -> Option<f64> {
+    let run = || {
+        Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    run()?;
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        run()?;
+        times.push(started.elapsed());
+    }
+    Some(stats(&mut times).median)
+}
+
+/// A native compile (with `-O2`) and run, timed together like runbox's compile+run.
+fn native_compiled(
+    dir: &std::path::Path,
+    compiler: &str,
+    ext: &str,
+    code: &str,
+    rounds: usize,
+) -> Option<f64> {
+    let src = dir.join(format!("prog.{ext}"));
+    std::fs::write(&src, code).ok()?;
+    let exe = dir.join(format!("prog-{ext}"));
+    let script = format!(
+        "{compiler} -O2 -o {} {} && {}",
+        exe.display(),
+        src.display(),
+        exe.display()
+    );
+    native_median(&["sh", "-c", &script], rounds)
+}
+
+fn native_script(
+    dir: &std::path::Path,
+    interpreter: &str,
+    ext: &str,
+    code: &str,
+    rounds: usize,
+) -> Option<f64> {
+    let src = dir.join(format!("prog.{ext}"));
+    std::fs::write(&src, code).ok()?;
+    native_median(&[interpreter, src.to_str()?], rounds)
+}
