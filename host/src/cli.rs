@@ -47,6 +47,16 @@ pub struct GlobalArgs {
     /// A plugins.toml that replaces the built-in runtime list.
     #[arg(long, global = true, env = "RUNBOX_PLUGINS", value_name = "FILE")]
     pub plugins: Option<PathBuf>,
+    /// A plugins.toml whose runtimes are added beside the built-in ones (or those of
+    /// --plugins); repeat for more. A name already taken is an error.
+    #[arg(
+        long = "plugins-add",
+        global = true,
+        env = "RUNBOX_PLUGINS_ADD",
+        value_name = "FILE",
+        value_delimiter = ':'
+    )]
+    pub plugins_add: Vec<PathBuf>,
     /// Where artifacts and compiled runtimes are cached [default: $XDG_CACHE_HOME/runbox].
     #[arg(long, global = true, env = "RUNBOX_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -154,7 +164,11 @@ pub enum PluginsCommand {
 
 impl GlobalArgs {
     fn manifest(&self) -> Result<Manifest> {
-        Ok(Manifest::load_or_builtin(self.plugins.as_deref())?)
+        let mut manifest = Manifest::load_or_builtin(self.plugins.as_deref())?;
+        for path in &self.plugins_add {
+            manifest.add(Manifest::load(path)?)?;
+        }
+        Ok(manifest)
     }
 
     fn cache(&self) -> Result<Cache> {

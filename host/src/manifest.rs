@@ -31,6 +31,12 @@ pub enum ManifestError {
     },
     #[error("invalid plugins file {file}: no runtimes are defined (add a [plugins.NAME] table)")]
     Empty { file: String },
+    #[error("plugins file {file} adds runtime `{name}`, which {taken_by} already has; choose another name")]
+    Taken {
+        file: String,
+        name: String,
+        taken_by: String,
+    },
 }
 
 /// A parsed and validated `plugins.toml`.
@@ -466,6 +472,22 @@ impl Manifest {
         })
     }
 
+    /// Adds `other`'s runtimes after these (`--plugins-add`); a name both have is an
+    /// error. Each entry keeps the paths it resolved against its own file.
+    pub fn add(&mut self, other: Manifest) -> Result<(), ManifestError> {
+        for (name, spec) in other.plugins {
+            if self.plugins.contains_key(&name) {
+                return Err(ManifestError::Taken {
+                    file: other.source.clone(),
+                    name,
+                    taken_by: self.source.clone(),
+                });
+            }
+            self.plugins.insert(name, spec);
+        }
+        Ok(())
+    }
+
     /// Every artifact the manifest uses, for fetching.
     pub fn artifacts(&self) -> impl Iterator<Item = (&PluginSpec, &ArtifactSpec)> {
         self.plugins.values().flat_map(|p| {
@@ -616,6 +638,25 @@ adapter = "nope"
         .unwrap_err()
         .to_string();
         assert!(e.contains("adapter") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn another_file_adds_runtimes_beside_and_may_not_take_a_name() {
+        let mut base = Manifest::builtin().unwrap();
+        let extra = |name: &str| {
+            parse(&format!(
+                "[plugins.{name}]\nlanguage = \"L\"\nversion = \"1\"\nextension = \"l\"\nadapter = \"command\"\n"
+            ))
+            .unwrap()
+        };
+        base.add(extra("lua")).unwrap();
+        assert!(base.plugins.contains_key("python") && base.plugins.contains_key("lua"));
+        assert_eq!(base.plugins.keys().last().unwrap(), "lua");
+        let e = base.add(extra("python")).unwrap_err().to_string();
+        assert!(
+            e.contains("test.toml") && e.contains("`python`") && e.contains("built-in"),
+            "{e}"
+        );
     }
 
     #[test]

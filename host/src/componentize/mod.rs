@@ -1,6 +1,8 @@
 //! Turns a WASI preview1 command module into a component the host can run.
 //!
-//! The official `wasi_snapshot_preview1` command adapter bridges preview1 to WASI 0.2.
+//! The official `wasi_snapshot_preview1` command adapter (here: the *preview1 bridge*,
+//! to tell it from runbox's own adapters, the plugin components in `adapters/`) bridges
+//! preview1 to WASI 0.2.
 //! One thing it loses: every non-zero `proc_exit(n)` becomes exit code 1. So before
 //! encoding, the module's `proc_exit` import is re-pointed at the host's
 //! `runbox:plugin/exit` interface, which ends the program with the real code.
@@ -30,7 +32,7 @@ pub const EXIT_FIELD: &str = "exit";
 const PREVIEW1: &str = "wasi_snapshot_preview1";
 
 /// A fingerprint of everything besides its input that decides what [`componentize`]
-/// produces: the preview1 adapter's bytes, the WIT, wit-component's version and this
+/// produces: the preview1 bridge's bytes, the WIT, wit-component's version and this
 /// file's own source. Part of every cache key of a componentized module, so changing any
 /// of them recompiles instead of loading a stale component.
 pub fn transform_fingerprint() -> &'static str {

@@ -13,7 +13,7 @@
 //! 3. a non-zero result is the exit code (`proc_exit`).
 //!
 //! Every other export but `memory` is dropped, so the module is a plain command that the
-//! preview1 command adapter can componentize.
+//! preview1 bridge can componentize.
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{

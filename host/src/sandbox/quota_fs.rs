@@ -12,7 +12,7 @@
 //!   back.
 //!
 //! A stream refused for space fails with an error that [`types::Host::filesystem_error_code`]
-//! below maps to `insufficient-space`, which is what the preview1 adapter and wasi-libc ask
+//! below maps to `insufficient-space`, which is what the preview1 bridge and wasi-libc ask
 //! for when a stream write fails.
 
 use std::collections::HashMap;
