@@ -1,0 +1,11 @@
+//! Gives the component an 8 MiB stack instead of Rust's default 1 MiB for WebAssembly:
+//! Boa's parser and its calls through native code (getters, `Array.prototype.map`
+//! callbacks, `JSON.stringify`) recurse on the native stack, and an overflow there is a
+//! trap that ends the whole instance.
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32") {
+        println!("cargo:rustc-link-arg-cdylib=-zstack-size=8388608");
+    }
+}

@@ -1,0 +1,109 @@
+//! The component's side of `runbox:plugin`: the request's files into the scratch
+//! directory, then the program into an [`Interpreter`] whose output is the real standard
+//! streams. A session keeps its interpreter from one call to the next.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+
+use crate::command_plan::{scratch_path, values};
+use crate::engine::{Interpreter, Output, Program, Stream};
+
+wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
+
+use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
+use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
+use runbox::plugin::{config, process};
+
+#[path = "../../shared/guest_io.rs"]
+#[allow(dead_code)]
+mod guest_io;
+
+struct Adapter;
+
+export!(Adapter);
+
+/// `wasi:cli/stdout` and `stderr`, flushed after every write so that the host sees the
+/// two streams in the order the program wrote them.
+struct Stdio;
+
+impl Output for Stdio {
+    fn write(&self, stream: Stream, bytes: &[u8]) {
+        // A closed stream (the host stopped reading) is not the program's error.
+        let _ = match stream {
+            Stream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
+            Stream::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes).and_then(|()| err.flush())
+            }
+        };
+    }
+}
+
+fn interpreter() -> Result<Interpreter, String> {
+    Interpreter::new(Box::new(Stdio))
+}
+
+fn run(interpreter: &mut Interpreter, request: &RunRequest) -> Result<i32, String> {
+    guest_io::write_files(&request.files)?;
+    Ok(interpreter.run(&Program {
+        code: &request.code,
+        args: &request.args,
+        stdin: request.stdin.as_deref(),
+    }))
+}
+
+impl Guest for Adapter {
+    fn describe() -> Info {
+        guest_io::describe_from_settings()
+    }
+
+    fn run(request: RunRequest) -> Result<i32, String> {
+        run(&mut interpreter()?, &request)
+    }
+}
+
+impl SessionGuest for Adapter {
+    type Session = Session;
+}
+
+/// A session: one interpreter for all its calls, so globals carry over.
+///
+/// `run-once` (an ordinary run the host prepared a session for ahead of time) uses the
+/// interpreter the constructor made, still fresh, and uses it up.
+pub struct Session {
+    interpreter: RefCell<Result<Interpreter, String>>,
+    /// Whether `run` has put programs into the interpreter.
+    used: Cell<bool>,
+}
+
+impl GuestSession for Session {
+    fn new() -> Self {
+        // Created now, so the first call does not wait for it; a failure shows at each run.
+        Session {
+            interpreter: RefCell::new(interpreter()),
+            used: Cell::new(false),
+        }
+    }
+
+    fn run_once(&self, request: RunRequest) -> Result<i32, String> {
+        let fresh = std::mem::replace(
+            &mut *self.interpreter.borrow_mut(),
+            Err("this session's interpreter was used up by `run-once`".into()),
+        );
+        let mut interpreter = match fresh {
+            Ok(interpreter) if !self.used.get() => interpreter,
+            _ => interpreter()?,
+        };
+        run(&mut interpreter, &request)
+    }
+
+    fn run(&self, request: RunRequest) -> Result<i32, String> {
+        self.used.set(true);
+        let mut slot = self.interpreter.borrow_mut();
+        let interpreter = slot.as_mut().map_err(|e| e.clone())?;
+        run(interpreter, &request)
+    }
+}

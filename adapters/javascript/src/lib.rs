@@ -1,0 +1,37 @@
+//! The `javascript` runtime: the Boa JavaScript engine (`boa_engine`), compiled into this
+//! component, so a run spawns no tool.
+//!
+//! - `runtime.run` evaluates the program as a script in a fresh interpreter;
+//! - a `session` keeps one interpreter for all its calls, so `var`s, functions and
+//!   globals carry over from one call to the next.
+//!
+//! Besides the language (ES2023 and more, without `Intl` and `Temporal`), a program has
+//! `console` (formatted like Node.js's), `readStdin()`, `exit(code)`, `process` (`argv`,
+//! `exit`, `exitCode`, `stdin`, `stdout`, `stderr`), `require()` for `fs`, `readline`,
+//! `util` and `events`, `Buffer`, timers, `TextEncoder`/`TextDecoder`, `structuredClone`,
+//! `atob`/`btoa`, and QuickJS's `std.in.readAsString()`/`std.exit()`. They are written in
+//! JavaScript: `src/prelude.js` in every interpreter, `src/inspect.js` and `src/node.js`
+//! loaded when a program first uses them (Boa parses slowly; a run should not pay for
+//! what it does not use). A program that is not a script but a module (`import`,
+//! `export`, top-level `await`) runs as a module.
+//!
+//! [`engine`] is the interpreter, plain Rust tested natively with
+//! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-javascript --target x86_64-unknown-linux-gnu`;
+//! `guest` is the WIT glue, compiled only for WebAssembly.
+
+// Outside WebAssembly only the tests use the engine.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
+mod engine;
+
+// The settings helpers `guest_io.rs` needs (`values`, `scratch_path`).
+#[cfg(target_arch = "wasm32")]
+#[path = "../../command/src/plan.rs"]
+#[allow(dead_code)]
+mod command_plan;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(target_arch = "wasm32")]
+mod guest;
