@@ -263,7 +263,9 @@ async fn cpu(rounds: usize) {
         ],
     );
     let dir = tempfile::tempdir().unwrap();
-    let rows: Vec<(&str, &str, &str, &str, Option<f64>, &str)> = vec![
+    // (row, runtime, program, expected stdout, native median, what native is)
+    type Row<'a> = (&'a str, &'a str, &'a str, &'a str, Option<f64>, &'a str);
+    let rows: Vec<Row> = vec![
         (
             "python primes(5000)",
             "python",

@@ -432,8 +432,16 @@ async fn plugins_test(global: &GlobalArgs, names: Vec<String>) -> Result<u8> {
     };
     let runbox = global.load(options).await?;
     let (mut passed, mut failed) = (0, 0);
-    for name in runbox.runtime_names() {
-        for check in check_plugin(&runbox, &manifest.plugins[&name]).await {
+    // Plugins are checked side by side; each one's checks in order.
+    let names = runbox.runtime_names();
+    let results = futures::future::join_all(
+        names
+            .iter()
+            .map(|name| check_plugin(&runbox, &manifest.plugins[name])),
+    )
+    .await;
+    for checks in results {
+        for check in checks {
             match &check.failure {
                 None => {
                     passed += 1;

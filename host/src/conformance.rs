@@ -1,12 +1,40 @@
-//! The WIT-level conformance suite `runbox plugins test` runs against any plugin:
-//! `describe` must agree with the plugins.toml entry, and every sample program must
-//! give exactly its expected output and exit code.
+//! The WIT-level conformance suite `runbox plugins test` runs against any plugin, through
+//! its `runtime` (and `session`) exports, not through MCP. It checks the guarantees a
+//! user relies on, with the samples the plugins.toml entry declares (docs/plugins.md,
+//! "The conformance suite"): `describe` agrees with the entry; hello, stdin, exit-code
+//! and uncaught-error give their declared results; a busy loop ends at the deadline; an
+//! allocation is stopped by the memory cap; a file probe cannot read a host canary; no
+//! state survives between runs (and, for a runtime that keeps session state, state does
+//! survive inside a session and not across sessions); a flood is cut at the output cap.
+//! A missing required sample fails its check.
+
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::limits::LimitOverrides;
 use crate::manifest::{PluginSpec, SampleSpec};
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::service::{RunRequest, Runbox};
+
+/// The samples every entry must declare, by name.
+pub const REQUIRED_SAMPLES: [&str; 10] = [
+    "hello",
+    "stdin",
+    "exit-code",
+    "uncaught-error",
+    "busy-loop",
+    "allocation",
+    "file-probe",
+    "state-set",
+    "state-get",
+    "flood",
+];
+
+/// The busy loop's deadline: long enough for a compiled language to compile first.
+const BUSY_LOOP_DEADLINE: Duration = Duration::from_secs(5);
+/// What the file probe's code says instead of the canary's path.
+pub const CANARY_PLACEHOLDER: &str = "{canary}";
 
 /// One check of one plugin.
 #[derive(Debug, Clone)]
@@ -25,50 +53,325 @@ impl Check {
 
 /// Runs the suite against one loaded plugin.
 pub async fn check_plugin(runbox: &Runbox, spec: &PluginSpec) -> Vec<Check> {
-    let check = |name: &str, failure: Option<String>| Check {
-        plugin: spec.name.clone(),
-        name: name.to_string(),
-        failure,
+    let suite = Suite { runbox, spec };
+    let mut checks = vec![suite.check("describe", suite.describe().await)];
+    let sample = |name: &str| spec.samples.iter().find(|s| s.name == name);
+    let missing = |name: &str| {
+        Some(format!(
+            "the entry has no sample named `{name}` ([[plugins.{}.samples]]); see docs/plugins.md",
+            spec.name
+        ))
     };
-    let mut checks = vec![check("describe", describe_failure(runbox, spec).await)];
-    if spec.samples.is_empty() {
-        checks.push(check(
-            "samples",
-            Some("the entry has no [[plugins.NAME.samples]]; add at least a hello world".into()),
-        ));
+    for (check, sample_name) in [
+        ("hello", "hello"),
+        ("stdin", "stdin"),
+        ("exit code", "exit-code"),
+        ("uncaught error", "uncaught-error"),
+    ] {
+        let failure = match sample(sample_name) {
+            Some(s) => suite.declared(s).await,
+            None => missing(sample_name),
+        };
+        checks.push(suite.check(check, failure));
     }
-    for sample in &spec.samples {
-        let request = RunRequest {
-            runtime: spec.name.clone(),
-            code: sample.code.clone(),
-            stdin: sample.stdin.as_ref().map(|s| s.as_bytes().to_vec()),
-            ..RunRequest::default()
+    let failure = match sample("busy-loop") {
+        Some(s) => suite.busy_loop(s).await,
+        None => missing("busy-loop"),
+    };
+    checks.push(suite.check("busy loop ends at the deadline", failure));
+    let failure = match sample("allocation") {
+        Some(s) => suite.allocation(s).await,
+        None => missing("allocation"),
+    };
+    checks.push(suite.check("allocation stopped by the memory cap", failure));
+    let failure = match sample("file-probe") {
+        Some(s) => suite.file_probe(s).await,
+        None => missing("file-probe"),
+    };
+    checks.push(suite.check("host files unreadable", failure));
+    let (set, get) = (sample("state-set"), sample("state-get"));
+    let failure = match (set, get) {
+        (Some(set), Some(get)) => suite.no_state_between_runs(set, get).await,
+        (None, _) => missing("state-set"),
+        (_, None) => missing("state-get"),
+    };
+    checks.push(suite.check("no state between runs", failure));
+    if spec.session_state {
+        let failure = match (set, get) {
+            (Some(set), Some(get)) => suite.state_in_sessions(set, get).await,
+            (None, _) => missing("state-set"),
+            (_, None) => missing("state-get"),
         };
-        let failure = match runbox.run(request, CancellationToken::new()).await {
-            Ok(outcome) => sample_failure(sample, &outcome),
-            Err(e) => Some(e.to_string()),
-        };
-        checks.push(check(&format!("sample `{}`", sample.name), failure));
+        checks.push(suite.check("state kept in a session, not across", failure));
+    }
+    let failure = match sample("flood") {
+        Some(s) => suite.flood(s).await,
+        None => missing("flood"),
+    };
+    checks.push(suite.check("output cut at the cap", failure));
+    for other in spec
+        .samples
+        .iter()
+        .filter(|s| !REQUIRED_SAMPLES.contains(&s.name.as_str()))
+    {
+        checks.push(suite.check(
+            &format!("sample `{}`", other.name),
+            suite.declared(other).await,
+        ));
     }
     checks
 }
 
-async fn describe_failure(runbox: &Runbox, spec: &PluginSpec) -> Option<String> {
-    let info = match runbox.describe(&spec.name).await {
-        Ok(info) => info,
-        Err(e) => return Some(e.to_string()),
-    };
-    let mismatches: Vec<String> = [
-        ("name", &info.name, &spec.name),
-        ("language", &info.language, &spec.language),
-        ("version", &info.version, &spec.version),
-        ("extension", &info.extension, &spec.extension),
-    ]
-    .into_iter()
-    .filter(|(_, got, want)| got != want)
-    .map(|(field, got, want)| format!("{field}: plugin says {got:?}, plugins.toml says {want:?}"))
-    .collect();
-    (!mismatches.is_empty()).then(|| mismatches.join("; "))
+struct Suite<'a> {
+    runbox: &'a Runbox,
+    spec: &'a PluginSpec,
+}
+
+impl Suite<'_> {
+    fn check(&self, name: &str, failure: Option<String>) -> Check {
+        Check {
+            plugin: self.spec.name.clone(),
+            name: name.to_string(),
+            failure,
+        }
+    }
+
+    async fn run(
+        &self,
+        code: &str,
+        stdin: Option<&str>,
+        timeout: Option<Duration>,
+        session: Option<&str>,
+    ) -> Result<RunOutcome, String> {
+        let request = RunRequest {
+            runtime: self.spec.name.clone(),
+            code: code.to_string(),
+            stdin: stdin.map(|s| s.as_bytes().to_vec()),
+            limits: LimitOverrides {
+                timeout: Some(timeout.unwrap_or(Duration::from_secs(60))),
+                memory_bytes: None,
+            },
+            session_id: session.map(str::to_string),
+            ..RunRequest::default()
+        };
+        self.runbox
+            .run(request, CancellationToken::new())
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn describe(&self) -> Option<String> {
+        let info = match self.runbox.describe(&self.spec.name).await {
+            Ok(info) => info,
+            Err(e) => return Some(e.to_string()),
+        };
+        let spec = self.spec;
+        let mut problems: Vec<String> = [
+            ("name", &info.name, &spec.name),
+            ("language", &info.language, &spec.language),
+            ("version", &info.version, &spec.version),
+            ("extension", &info.extension, &spec.extension),
+        ]
+        .into_iter()
+        .filter(|(_, got, want)| got != want)
+        .map(|(field, got, want)| {
+            format!("{field}: the plugin says {got:?}, plugins.toml says {want:?}")
+        })
+        .collect();
+        if info.session_state != spec.session_state {
+            problems.push(format!(
+                "session-state: the plugin says {}, plugins.toml says {}",
+                info.session_state, spec.session_state
+            ));
+        }
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+
+    /// A sample's declared results, and what its kind requires it to declare.
+    async fn declared(&self, sample: &SampleSpec) -> Option<String> {
+        let shape = match sample.name.as_str() {
+            "hello" if sample.stdout.is_none() || sample.exit_code != 0 => {
+                Some("`hello` must declare its stdout and exit 0")
+            }
+            "stdin" if sample.stdin.is_none() || sample.stdout.is_none() => {
+                Some("`stdin` must declare its stdin and the stdout it makes of it")
+            }
+            "exit-code" if sample.exit_code == 0 => {
+                Some("`exit-code` must declare a non-zero exit code")
+            }
+            "uncaught-error" if sample.exit_code == 0 || sample.stderr_contains.is_none() => {
+                Some("`uncaught-error` must declare a non-zero exit code and stderr-contains")
+            }
+            _ => None,
+        };
+        if let Some(shape) = shape {
+            return Some(shape.to_string());
+        }
+        match self
+            .run(&sample.code, sample.stdin.as_deref(), None, None)
+            .await
+        {
+            Ok(outcome) => sample_failure(sample, &outcome),
+            Err(e) => Some(e),
+        }
+    }
+
+    async fn busy_loop(&self, sample: &SampleSpec) -> Option<String> {
+        let out = match self
+            .run(&sample.code, None, Some(BUSY_LOOP_DEADLINE), None)
+            .await
+        {
+            Ok(out) => out,
+            Err(e) => return Some(e),
+        };
+        if out.status != RunStatus::Timeout {
+            return Some(format!(
+                "it ended {} instead of running into the {} s deadline",
+                describe_end(&out),
+                BUSY_LOOP_DEADLINE.as_secs()
+            ));
+        }
+        let late = BUSY_LOOP_DEADLINE + Duration::from_secs(1);
+        (out.duration < BUSY_LOOP_DEADLINE || out.duration > late).then(|| {
+            format!(
+                "timed out after {:.2} s, not within a second of the {} s deadline",
+                out.duration.as_secs_f64(),
+                BUSY_LOOP_DEADLINE.as_secs()
+            )
+        })
+    }
+
+    async fn allocation(&self, sample: &SampleSpec) -> Option<String> {
+        let out = match self.run(&sample.code, None, None, None).await {
+            Ok(out) => out,
+            Err(e) => return Some(e),
+        };
+        if !out.memory_refused {
+            return Some(format!(
+                "the memory cap never refused it: it ended {}; the sample must allocate past \
+                 the cap",
+                describe_end(&out)
+            ));
+        }
+        (out.status == RunStatus::Timeout).then(|| {
+            "the memory cap refused it, but it then ran into the deadline instead of ending"
+                .to_string()
+        })
+    }
+
+    async fn file_probe(&self, sample: &SampleSpec) -> Option<String> {
+        if !sample.code.contains(CANARY_PLACEHOLDER) {
+            return Some(format!(
+                "the `file-probe` sample must try to read `{CANARY_PLACEHOLDER}` (the host path \
+                 of a canary file)"
+            ));
+        }
+        let dir = match tempfile::tempdir() {
+            Ok(dir) => dir,
+            Err(e) => return Some(format!("cannot make the canary: {e}")),
+        };
+        let secret = format!("canary-{}", std::process::id() as u64 * 7919 + 17);
+        let canary = dir.path().join("canary.txt");
+        if let Err(e) = std::fs::write(&canary, &secret) {
+            return Some(format!("cannot make the canary: {e}"));
+        }
+        let code = sample
+            .code
+            .replace(CANARY_PLACEHOLDER, &canary.display().to_string());
+        let out = match self.run(&code, None, None, None).await {
+            Ok(out) => out,
+            Err(e) => return Some(e),
+        };
+        let seen = [&out.stdout, &out.stderr, &out.tty]
+            .iter()
+            .any(|s| s.contains(&secret));
+        seen.then(|| "the program read the host canary file".to_string())
+    }
+
+    async fn no_state_between_runs(&self, set: &SampleSpec, get: &SampleSpec) -> Option<String> {
+        let Some(kept) = &get.stdout else {
+            return Some(
+                "`state-get` must declare the stdout it prints when the state is there".into(),
+            );
+        };
+        if let Err(e) = self.expect_completed(set, None).await {
+            return Some(e);
+        }
+        match self.run(&get.code, None, None, None).await {
+            Ok(out) if &out.stdout == kept => {
+                Some("a second run saw what the first one left".to_string())
+            }
+            Ok(_) => None,
+            Err(e) => Some(e),
+        }
+    }
+
+    async fn state_in_sessions(&self, set: &SampleSpec, get: &SampleSpec) -> Option<String> {
+        let kept = get.stdout.as_deref().unwrap_or_default();
+        let first = match self.runbox.create_session(&self.spec.name).await {
+            Ok(s) => s.session_id,
+            Err(e) => return Some(e.to_string()),
+        };
+        let other = match self.runbox.create_session(&self.spec.name).await {
+            Ok(s) => s.session_id,
+            Err(e) => return Some(e.to_string()),
+        };
+        let failure = async {
+            self.expect_completed(set, Some(&first)).await?;
+            let got = self.run(&get.code, None, None, Some(&first)).await?;
+            if got.stdout != kept {
+                return Err(format!(
+                    "inside a session, `state-get` printed {:?}, not {kept:?}",
+                    got.stdout
+                ));
+            }
+            let other = self.run(&get.code, None, None, Some(&other)).await?;
+            if other.stdout == kept {
+                return Err("another session saw the first one's state".into());
+            }
+            Ok(())
+        }
+        .await
+        .err();
+        let _ = self.runbox.close_session(&first);
+        let _ = self.runbox.close_session(&other);
+        failure
+    }
+
+    async fn expect_completed(
+        &self,
+        sample: &SampleSpec,
+        session: Option<&str>,
+    ) -> Result<(), String> {
+        let out = self.run(&sample.code, None, None, session).await?;
+        if out.status != RunStatus::Completed || out.exit_code != Some(0) {
+            return Err(format!("`{}` ended {}", sample.name, describe_end(&out)));
+        }
+        Ok(())
+    }
+
+    async fn flood(&self, sample: &SampleSpec) -> Option<String> {
+        let out = match self.run(&sample.code, None, None, None).await {
+            Ok(out) => out,
+            Err(e) => return Some(e),
+        };
+        (out.status != RunStatus::Terminated || !out.truncated).then(|| {
+            format!(
+                "it ended {} (truncated: {}) instead of being stopped at the output cap",
+                describe_end(&out),
+                out.truncated
+            )
+        })
+    }
+}
+
+/// How a run ended, in a few words.
+fn describe_end(out: &RunOutcome) -> String {
+    match (out.status, out.exit_code, &out.error) {
+        (RunStatus::Completed, Some(code), _) => format!("completed with exit code {code}"),
+        (status, _, Some(error)) => format!("{} ({error})", status.as_str()),
+        (status, _, None) => status.as_str().to_string(),
+    }
 }
 
 /// What differs between a sample's expectations and its outcome, if anything.
@@ -102,7 +405,6 @@ pub fn sample_failure(sample: &SampleSpec, out: &RunOutcome) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn outcome(status: RunStatus, code: Option<i32>, stdout: &str, stderr: &str) -> RunOutcome {
         RunOutcome {
@@ -110,12 +412,7 @@ mod tests {
             exit_code: code,
             stdout: stdout.into(),
             stderr: stderr.into(),
-            tty: String::new(),
-            error: None,
-            truncated: false,
-            duration: Duration::ZERO,
-            raw: Default::default(),
-            files: Vec::new(),
+            ..RunOutcome::default()
         }
     }
 

@@ -8,10 +8,11 @@ use crate::files::OutputFile;
 use crate::sandbox::output::CapturedOutput;
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// The program ran to its end; `exit_code` says how (non-zero is still `completed`).
+    #[default]
     Completed,
     /// A trap (out-of-bounds, stack overflow, unreachable) or a runtime that failed to start.
     Crashed,
@@ -33,7 +34,7 @@ impl RunStatus {
 }
 
 /// The result of one run.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct RunOutcome {
     pub status: RunStatus,
     /// Set when `status` is `Completed`.
@@ -53,6 +54,8 @@ pub struct RunOutcome {
     pub raw: CapturedOutput,
     /// The files the run created or changed in its working directory, in path order.
     pub files: Vec<OutputFile>,
+    /// The memory cap (the run's, or the server's) refused an allocation during the run.
+    pub memory_refused: bool,
 }
 
 /// Output can be megabytes: `Debug` shows the start of each stream and the sizes.
@@ -95,6 +98,7 @@ mod tests {
             duration: Duration::from_millis(5),
             raw: CapturedOutput::default(),
             files: Vec::new(),
+            memory_refused: false,
         };
         let text = format!("{out:?}");
         assert!(text.len() < 2000, "{}", text.len());

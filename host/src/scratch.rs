@@ -89,11 +89,14 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        if let Err(e) = fs::remove_dir_all(&self.0) {
-            tracing::warn!(
+        match fs::remove_dir_all(&self.0) {
+            // Already gone with its server's directory (a warm instance kept to the end).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!(
                 "cannot remove the scratch directory {}: {e}",
                 self.0.display()
-            );
+            ),
+            Ok(()) => {}
         }
     }
 }

@@ -640,6 +640,7 @@ mod tests {
             duration: Duration::from_micros(12_345),
             raw: Default::default(),
             files: Vec::new(),
+            memory_refused: false,
         };
         assert_eq!(RunCodeOutput::from(outcome).duration_ms, 12.345);
     }

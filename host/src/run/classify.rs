@@ -29,9 +29,7 @@ pub fn cancelled_before_start() -> RunOutcome {
         tty: String::new(),
         error: Some("cancelled by the client before it started".into()),
         truncated: false,
-        duration: Duration::ZERO,
-        raw: Default::default(),
-        files: Vec::new(),
+        ..RunOutcome::default()
     }
 }
 
@@ -67,6 +65,7 @@ pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Durati
         duration,
         raw: out,
         files: Vec::new(),
+        memory_refused: run.memory.was_exceeded() || run.memory.parent_was_exceeded(),
     }
 }
 

@@ -140,7 +140,7 @@ impl Runner {
                     collect: Some(collect),
                     fresh_scratch: None,
                 };
-                let end = run_call(setup, warm, warm_call(request), |warm| drop(warm))
+                let end = run_call(setup, warm, warm_call(request), drop)
                     .instrument(span.clone())
                     .await?;
                 (sandbox, end)
