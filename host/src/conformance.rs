@@ -31,6 +31,17 @@ pub const REQUIRED_SAMPLES: [&str; 10] = [
     "flood",
 ];
 
+/// The required samples that check a guarantee rather than an output: they run into a
+/// limit, or only mean something in pairs.
+pub const GUARANTEE_SAMPLES: [&str; 6] = [
+    "busy-loop",
+    "allocation",
+    "file-probe",
+    "state-set",
+    "state-get",
+    "flood",
+];
+
 /// The busy loop's deadline: long enough for a compiled language to compile first.
 const BUSY_LOOP_DEADLINE: Duration = Duration::from_secs(5);
 /// What the file probe's code says instead of the canary's path.

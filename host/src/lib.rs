@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compiled_cache;
 pub mod componentize;
 pub mod conformance;
+pub mod derived;
 pub mod engine;
 pub mod files;
 pub mod limits;

@@ -99,6 +99,28 @@ pub struct PluginSpec {
     /// sessions (`session.run-once`).
     #[serde(default)]
     pub prestart: bool,
+    /// Files made once from the plugin's own tools and shown read-only to every run
+    /// (see `derived.rs`).
+    #[serde(default)]
+    pub derived: Vec<DerivedSpec>,
+}
+
+/// `[[plugins.NAME.derived]]`: a directory a tool makes once, mounted at `/DIR`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DerivedSpec {
+    /// The directory (relative to the scratch directory) the command leaves; every run
+    /// sees it read-only at `/DIR`.
+    pub dir: String,
+    /// Files written into the scratch directory first: path, contents.
+    #[serde(default)]
+    pub files: IndexMap<String, String>,
+    /// A declared tool's name, then its arguments; it runs with the scratch directory as
+    /// its working directory and must exit 0.
+    pub run: Vec<String>,
+    /// `KEY=VALUE` items: its environment.
+    #[serde(default)]
+    pub env: Vec<String>,
 }
 
 /// Which component implements the runtime.
@@ -429,6 +451,30 @@ impl Manifest {
                 resolve_path(&mut t.artifact, base_dir);
                 t.validate_recipe()
                     .map_err(|(f, m)| field_err(&format!("tools.{tool}.{f}"), &m))?;
+            }
+            for (i, d) in spec.derived.iter().enumerate() {
+                if crate::files::normalize_path(&d.dir).is_err() {
+                    return Err(field_err(
+                        &format!("derived[{i}].dir"),
+                        "must be a relative directory, e.g. `pch`",
+                    ));
+                }
+                if d.run.first().is_none_or(|t| !spec.tools.contains_key(t)) {
+                    return Err(field_err(
+                        &format!("derived[{i}].run"),
+                        "must start with the name of one of this entry's tools",
+                    ));
+                }
+                if let Some(bad) = d
+                    .files
+                    .keys()
+                    .find(|f| crate::files::normalize_path(f).is_err())
+                {
+                    return Err(field_err(
+                        &format!("derived[{i}].files"),
+                        &format!("`{bad}` is not a relative path"),
+                    ));
+                }
             }
             for (i, m) in spec.mounts.iter_mut().enumerate() {
                 let (kind, artifact) = match (&mut m.archive, &mut m.file) {

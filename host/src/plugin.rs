@@ -220,13 +220,37 @@ pub fn load_plugin(
         tools.insert(name.clone(), Tool { argv0, pre });
     }
 
+    // Derived files last: they are made with the tools, beside the mounts.
+    let tools = Arc::new(tools);
+    let deriver = crate::derived::Deriver {
+        root: &crate::derived::derived_root(cache.root()),
+        engine,
+        tools: &tools,
+        mounts: &mounts,
+    };
+    let mut derived = Vec::new();
+    for d in &spec.derived {
+        let step = (!deriver.is_ready(spec, d)).then(|| {
+            progress.step(format!(
+                "making {} files `{}` with its tools (first run only)…",
+                spec.name, d.dir
+            ))
+        });
+        let mount = deriver.mount(spec, d).map_err(|e| invalid(e.to_string()))?;
+        if let Some(step) = step {
+            step.done(format!("made {} files `{}`", spec.name, d.dir));
+        }
+        derived.push(mount);
+    }
+    mounts.extend(derived);
+
     Ok(LoadedPlugin {
         settings: Arc::new(spec.plugin_settings()),
         spec: spec.clone(),
         component: linked,
         runtime_exports,
         session_exports,
-        tools: Arc::new(tools),
+        tools,
         mounts: Arc::new(mounts),
     })
 }

@@ -8,6 +8,7 @@ import httpx2
 from mcp import MCPError
 
 from harness import (
+    expected_for,
     EXPECTED,
     RUNTIMES,
     HttpServer,
@@ -50,7 +51,8 @@ async def basics():
             assert tools["run_code"].output_schema["properties"]["status"]["enum"] == [
                 "completed", "crashed", "terminated", "timeout"]
             for runtime in RUNTIMES:
-                check_run(await session.call_tool("run_code", program_arguments(runtime)), EXPECTED)
+                check_run(await session.call_tool("run_code", program_arguments(runtime)),
+                          expected_for(runtime))
             result = await run_code(session, runtime="python", code="import sys\nsys.exit(3)")
             check_run(result, {**EXPECTED, "exit_code": 3, "tty": "", "stdout": "", "stderr": ""})
             result = await run_code(session, runtime="python", code="while True:\n    pass",

@@ -16,6 +16,7 @@ from harness import (
     cancel_after,
     check_run,
     check_tool_error,
+    expected_for,
     main,
     program_arguments,
     run_code,
@@ -111,7 +112,7 @@ async def schemas():
             for spec in MANIFEST
         ], runtimes
         keeping = {r["name"] for r in runtimes if r["session_state"]}
-        assert keeping == {"python", "quickjs", "ruby"}, keeping
+        assert keeping == {"python", "quickjs", "ruby", "javascript", "sqlite"}, keeping
         assert listing.structured_content["limits"] == {
             "default_timeout_seconds": 10.0, "max_timeout_seconds": 60.0,
             "memory_mb": 512, "output_bytes": 1048576,
@@ -125,7 +126,8 @@ async def every_runtime():
         unknown = [r for r in RUNTIMES if r not in PROGRAMS]
         assert not unknown, f"add a program for {unknown} to PROGRAMS in harness.py"
         for runtime in RUNTIMES:
-            check_run(await session.call_tool("run_code", program_arguments(runtime)), EXPECTED)
+            check_run(await session.call_tool("run_code", program_arguments(runtime)),
+                      expected_for(runtime))
             await run_samples(session, runtime)
 
 

@@ -85,7 +85,7 @@ mod tests {
 
     /// A component importing `runbox:plugin/process.spawn`.
     const SPAWNER: &str = r#"(component
-        (import "runbox:plugin/process@0.1.0" (instance
+        (import "runbox:plugin/process@0.2.0" (instance
             (type $cmd (record (field "program" string) (field "args" (list string))
                 (field "env" (list (tuple string string))) (field "stdin" (option (list u8)))))
             (export "command" (type $c (eq $cmd)))

@@ -6,6 +6,7 @@ pub mod linker;
 pub mod memory;
 pub mod output;
 mod process;
+pub use process::run_tool;
 pub mod program;
 pub mod quota_fs;
 pub mod resident;

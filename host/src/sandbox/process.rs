@@ -93,6 +93,28 @@ async fn child(
     Ok(Ok((store, pre)))
 }
 
+/// Runs a declared tool to its end in `sandbox`, outside any plugin (derived files):
+/// its exit code.
+pub async fn run_tool(
+    sandbox: &Arc<Sandbox>,
+    tool: &super::Tool,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+) -> anyhow::Result<i32> {
+    let mut argv = vec![tool.argv0.clone()];
+    argv.extend(args);
+    let io = ProgramIo {
+        argv,
+        env,
+        stdin: Stdin::Empty,
+    };
+    let engine = tool.pre.instance_pre().engine().clone();
+    let mut store = new_store(sandbox, io, &engine).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    run_to_end(&mut store, &tool.pre)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}"))
+}
+
 /// Runs a child to its end: its exit code, or the trap (or broken limit) that ends the
 /// whole call.
 async fn run_to_end(

@@ -353,7 +353,8 @@ mod tests {
                 let mut stream = ResidentStream(input);
                 tokio::select! {
                     _ = stream.ready() => unreachable!("nothing was fed"),
-                    _ = tokio::time::sleep(std::time::Duration::from_millis(30)) => {}
+                    // Shorter than the grace a poll gets: it wakes the program first.
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
                 }
                 *done.lock().unwrap() = true;
                 stream.blocking_read(1).await?;
