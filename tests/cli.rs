@@ -14,20 +14,7 @@ fn runbox_cmd() -> Command {
 }
 
 fn run_piped(args: &[&str], stdin: &str) -> Output {
-    let mut child = runbox_cmd()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start runbox");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::output_with_stdin(runbox_cmd().args(args), stdin)
 }
 
 fn text(b: &[u8]) -> String {

@@ -11,9 +11,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 
+use crate::cli::replay_as_terminal;
 use crate::files::ReturnCaps;
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::sandbox::output::Channel;
 use crate::service::{LimitOverrides, RunRequest, Runbox};
 
 const HELP: &str = "Enter code; a line runs when entered, unless it opens a block (ends \
@@ -161,17 +161,8 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
 
 /// The call's output as a terminal shows it, then what went wrong, if anything.
 fn show(outcome: &RunOutcome) -> Result<()> {
-    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    for (channel, bytes) in outcome.raw.tty_segments() {
-        match channel {
-            Channel::Stdout => out.write_all(bytes)?,
-            Channel::Stderr => {
-                out.flush()?;
-                err.write_all(bytes)?;
-            }
-        }
-    }
-    out.flush()?;
+    replay_as_terminal(outcome)?;
+    let mut err = std::io::stderr().lock();
     if let Some(code) = outcome.exit_code.filter(|c| *c != 0) {
         writeln!(err, "[exit code {code}]")?;
     }

@@ -225,6 +225,7 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::componentize::reactor::tests::exit_code_of_command;
 
     /// A reactor whose `turn` stores the first byte of its program in a global that the
     /// entry point later reports: the snapshot keeps what the snapshot program did.
@@ -245,70 +246,54 @@ mod tests {
                       (return (i32.add (call $call) (i32.const 1)))))
             (global.get $seen)))"#;
 
-    #[test]
-    fn the_snapshot_keeps_what_its_program_did() {
-        let module = wat::parse_str(REACTOR).unwrap();
-        let start = ReactorStart {
+    /// The test reactor's convention: `turn` after `alloc`, no init.
+    fn turn_start() -> ReactorStart {
+        ReactorStart {
             init: vec![],
             entry: "turn".into(),
             alloc: "alloc".into(),
-        };
-        let stubs = [ImportStub::parse("host.call", -1).unwrap()];
-        let plan = SnapshotPlan {
-            start: &start,
+        }
+    }
+
+    /// A plan whose snapshot program is `*`, with `stubs` for the imports.
+    fn star_plan<'a>(start: &'a ReactorStart, stubs: &'a [ImportStub]) -> SnapshotPlan<'a> {
+        SnapshotPlan {
+            start,
             program: "*",
             argv0: "tool",
             env: vec![],
             preopens: vec![],
-            stubs: &stubs,
-        };
-        let snapshot = take_snapshot(&module, &plan).unwrap();
+            stubs,
+        }
+    }
+
+    #[test]
+    fn the_snapshot_keeps_what_its_program_did() {
+        let module = wat::parse_str(REACTOR).unwrap();
+        let start = turn_start();
+        let stubs = [ImportStub::parse("host.call", -1).unwrap()];
+        let snapshot = take_snapshot(&module, &star_plan(&start, &stubs)).unwrap();
         // Started as a command, the snapshot's `turn` returns the byte it kept: `*` = 42.
         let command =
             crate::componentize::reactor::command_from_reactor(&snapshot, &start).unwrap();
-        let engine = Engine::default();
-        let module = Module::new(&engine, &command).unwrap();
-        let mut linker: Linker<WasiP1Ctx> = Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
-        linker
-            .func_wrap("host", "call", || -> i32 {
-                panic!("not called after the snapshot")
-            })
-            .unwrap();
-        let mut store = Store::new(
-            &engine,
-            WasiCtxBuilder::new().args(&["tool", "x"]).build_p1(),
-        );
-        let instance = linker.instantiate(&mut store, &module).unwrap();
-        let err = instance
-            .get_typed_func::<(), ()>(&mut store, "_start")
-            .unwrap()
-            .call(&mut store, ())
-            .unwrap_err();
-        let exit = err
-            .downcast_ref::<wasmtime_wasi::I32Exit>()
-            .unwrap_or_else(|| panic!("{err:?}"));
-        assert_eq!(exit.0, 42);
+        let code = exit_code_of_command(&command, &["tool", "x"], |linker| {
+            linker
+                .func_wrap("host", "call", || -> i32 {
+                    panic!("not called after the snapshot")
+                })
+                .unwrap();
+        });
+        assert_eq!(code, 42);
     }
 
     #[test]
     fn a_failing_snapshot_program_is_reported() {
         let module = wat::parse_str(REACTOR).unwrap();
-        let start = ReactorStart {
-            init: vec![],
-            entry: "turn".into(),
-            alloc: "alloc".into(),
-        };
+        let start = turn_start();
         // Without the stub `host.call` cannot be linked.
-        let plan = SnapshotPlan {
-            start: &start,
-            program: "*",
-            argv0: "tool",
-            env: vec![],
-            preopens: vec![],
-            stubs: &[],
-        };
-        let e = take_snapshot(&module, &plan).unwrap_err().to_string();
+        let e = take_snapshot(&module, &star_plan(&start, &[]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot instantiate"), "{e}");
     }
 }

@@ -281,13 +281,13 @@ async def cancel_after(session, arguments, seconds):
     assert scope.cancelled_caught, "the call ended before it was cancelled"
 
 
-def main(scenarios):
-    """Runs the scenario named by argv[1] with an overall deadline."""
-    name = sys.argv[1]
+def main(scenarios, label=""):
+    """Runs the scenario named by the last argument with an overall deadline."""
+    name = sys.argv[-1]
 
     async def run():
         with anyio.fail_after(240):
             await scenarios[name]()
 
     anyio.run(run)
-    print(f"{name}: ok")
+    print(f"{label}{name}: ok")

@@ -16,6 +16,7 @@ from harness import (
     check_tool_error,
     completed,
     http_session,
+    main,
     run_code,
     stdio_session,
     text_of,
@@ -305,11 +306,4 @@ if __name__ == "__main__":
         "serialized": serialized,
         "cleanup": cleanup,
     }
-    name = sys.argv[2]
-
-    async def run():
-        with anyio.fail_after(240):
-            await scenarios[name]()
-
-    anyio.run(run)
-    print(f"{TRANSPORT} {name}: ok")
+    main(scenarios, label=f"{TRANSPORT} ")

@@ -3,17 +3,14 @@
 #![allow(dead_code)] // each bench uses its own part
 
 pub mod mcp;
+/// The tests' own set-up: the benches use their cache.
+#[path = "../../../tests/common/mod.rs"]
+mod tests_common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-/// The artifact cache: `RUNBOX_CACHE_DIR`, or the tests' `target/runbox-cache`.
-pub fn cache_dir() -> PathBuf {
-    match std::env::var_os("RUNBOX_CACHE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/runbox-cache"),
-    }
-}
+#[allow(unused_imports)] // each bench uses its own part
+pub use tests_common::{cache_dir, output_with_stdin};
 
 /// The number among the arguments (`cargo bench --bench NAME -- 20`), else `default`;
 /// cargo itself passes `--bench`.

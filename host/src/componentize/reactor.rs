@@ -346,8 +346,33 @@ fn align4(f: &mut Function) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Runs a preview1 command module's `_start` with `args` (after `link` adds any
+    /// imports of its own) and returns the code it exits with.
+    pub(crate) fn exit_code_of_command(
+        command: &[u8],
+        args: &[&str],
+        link: impl FnOnce(&mut wasmtime::Linker<wasmtime_wasi::p1::WasiP1Ctx>),
+    ) -> i32 {
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, command).unwrap();
+        let mut linker = wasmtime::Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+        link(&mut linker);
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new().args(args).build_p1();
+        let mut store = wasmtime::Store::new(&engine, wasi);
+        let instance = linker.instantiate(&mut store, &module).unwrap();
+        let err = instance
+            .get_typed_func::<(), ()>(&mut store, "_start")
+            .unwrap()
+            .call(&mut store, ())
+            .unwrap_err();
+        err.downcast_ref::<wasmtime_wasi::I32Exit>()
+            .unwrap_or_else(|| panic!("{err:?}"))
+            .0
+    }
 
     /// A reactor whose `entry` returns the program text's length plus its first byte, and
     /// whose `_initialize` sets a global the entry adds in.
@@ -395,25 +420,7 @@ mod tests {
         assert_eq!(exports, ["memory", "_start"]);
 
         // Run it with a preview1 host: argv[1] = "A!" gives 10 + 2 + 65 = 77.
-        let engine = wasmtime::Engine::default();
-        let module = wasmtime::Module::new(&engine, &command).unwrap();
-        let mut linker: wasmtime::Linker<wasmtime_wasi::p1::WasiP1Ctx> =
-            wasmtime::Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
-        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
-            .args(&["prog", "A!"])
-            .build_p1();
-        let mut store = wasmtime::Store::new(&engine, wasi);
-        let instance = linker.instantiate(&mut store, &module).unwrap();
-        let err = instance
-            .get_typed_func::<(), ()>(&mut store, "_start")
-            .unwrap()
-            .call(&mut store, ())
-            .unwrap_err();
-        let exit = err
-            .downcast_ref::<wasmtime_wasi::I32Exit>()
-            .unwrap_or_else(|| panic!("{err:?}"));
-        assert_eq!(exit.0, 77);
+        assert_eq!(exit_code_of_command(&command, &["prog", "A!"], |_| {}), 77);
     }
 
     #[test]

@@ -87,41 +87,43 @@ impl PluginInstance {
         })
     }
 
-    /// Runs `request` in the plugin's session (which must be open: see
-    /// [`PluginInstance::keeps_sessions`]).
+    /// Runs `request` in the plugin's session, after the calls before it (the session
+    /// must be open: see [`PluginInstance::with_session`]).
     pub async fn run_in_session(
         &mut self,
         request: &runtime::RunRequest,
     ) -> wasmtime::Result<PluginReturn> {
-        let open = self
-            .session
-            .as_ref()
-            .ok_or_else(|| wasmtime::format_err!("the plugin exports no session"))?;
-        let exit = open
-            .exports
-            .session()
-            .call_run(&mut self.store, open.handle, request)
-            .await?;
-        Ok(PluginReturn::Exit(exit))
+        self.call_session(request, false).await
     }
-}
 
-impl PluginInstance {
     /// Runs `request` as an ordinary run in the plugin's session, which it uses up (a
     /// pre-started run: see `prestart.rs`).
     pub async fn run_once(
         mut self,
         request: &runtime::RunRequest,
     ) -> wasmtime::Result<PluginReturn> {
+        self.call_session(request, true).await
+    }
+
+    async fn call_session(
+        &mut self,
+        request: &runtime::RunRequest,
+        once: bool,
+    ) -> wasmtime::Result<PluginReturn> {
         let open = self
             .session
             .as_ref()
             .ok_or_else(|| wasmtime::format_err!("the plugin exports no session"))?;
-        let exit = open
-            .exports
-            .session()
-            .call_run_once(&mut self.store, open.handle, request)
-            .await?;
+        let session = open.exports.session();
+        let exit = if once {
+            session
+                .call_run_once(&mut self.store, open.handle, request)
+                .await?
+        } else {
+            session
+                .call_run(&mut self.store, open.handle, request)
+                .await?
+        };
         Ok(PluginReturn::Exit(exit))
     }
 }

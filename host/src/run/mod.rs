@@ -33,7 +33,7 @@ use crate::sandbox::output::OutputCapture;
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::{CallClock, Sandbox};
 use crate::scratch::ScratchRoot;
-use crate::server_bounds::Admission;
+use crate::server_bounds::{Admission, Ticket};
 use call::{run_call, CallSetup, Collect};
 use classify::{cancelled_before_start, classify, Ended};
 use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
@@ -82,6 +82,35 @@ impl Runner {
         4 * self.limits.output_bytes
     }
 
+    /// Checks `request`'s input files against `plugin`'s own and admits the call (a
+    /// place in the queue, its memory): the request as the WIT carries it, what to
+    /// collect after it, and its ticket.
+    pub fn admit(
+        &self,
+        plugin: &LoadedPlugin,
+        request: RunRequest,
+    ) -> Result<(runtime::RunRequest, Collect, Ticket), RunError> {
+        let own = OwnFiles::new(plugin.spec.own_files.iter().cloned());
+        let payload = request.payload_bytes();
+        let inputs = files::check_inputs(request.files, &own)?;
+        let collect = Collect {
+            inputs: inputs.iter().map(InputFile::digest).collect(),
+            own,
+            caps: request.return_caps,
+        };
+        let ticket = self
+            .admission
+            .admit(payload.saturating_add(self.output_reservation()))
+            .map_err(RunError::Busy)?;
+        let request = runtime::RunRequest {
+            code: request.code,
+            args: request.args,
+            stdin: request.stdin,
+            files: inputs.into_iter().map(into_wit_file).collect(),
+        };
+        Ok((request, collect, ticket))
+    }
+
     /// Runs `request` once, in a fresh sandbox with a fresh instance of `plugin` (or,
     /// for a runtime that is pre-started, one started ahead of time).
     pub async fn run_once(
@@ -103,63 +132,39 @@ impl Runner {
         } else {
             None
         };
-        let own = OwnFiles::new(plugin.spec.own_files.iter().cloned());
-        let payload = request.payload_bytes();
-        let inputs = files::check_inputs(request.files, &own)?;
-        let collect = Collect {
-            inputs: inputs.iter().map(InputFile::digest).collect(),
-            own,
-            caps: request.return_caps,
-        };
-        let mut ticket = self
-            .admission
-            .admit(payload.saturating_add(self.output_reservation()))
-            .map_err(RunError::Busy)?;
+        let (request, collect, mut ticket) = self.admit(&plugin, request)?;
         let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
             return Ok(cancelled_before_start());
         };
         let started = Instant::now();
         let span = run_span(&plugin.spec.name, None);
-        let call = PluginCall::Run(runtime::RunRequest {
-            code: request.code,
-            args: request.args,
-            stdin: request.stdin,
-            files: inputs.into_iter().map(into_wit_file).collect(),
-        });
-        let (sandbox, end) = match warm {
-            Some(warm) => {
-                let sandbox = warm.sandbox.clone();
-                let PluginCall::Run(request) = call else {
-                    unreachable!("a run")
-                };
-                let setup = CallSetup {
-                    sandbox: sandbox.clone(),
-                    timeout: limits.timeout,
-                    cancel,
-                    slot,
-                    collect: Some(collect),
-                    fresh_scratch: None,
-                };
-                let end = run_call(setup, warm, warm_call(request), drop)
-                    .instrument(span.clone())
-                    .await?;
-                (sandbox, end)
-            }
+        let (sandbox, fresh_scratch) = match &warm {
+            Some(warm) => (warm.sandbox.clone(), None),
             None => {
                 let scratch = self.scratch.next_run_dir();
                 let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
-                let setup = CallSetup {
-                    sandbox: sandbox.clone(),
-                    timeout: limits.timeout,
-                    cancel,
-                    slot,
-                    collect: Some(collect),
-                    fresh_scratch: Some(scratch),
-                };
-                let end = run_call(setup, plugin, fresh_instance_call(call), |_| {})
+                (sandbox, Some(scratch))
+            }
+        };
+        let setup = CallSetup {
+            sandbox: sandbox.clone(),
+            timeout: limits.timeout,
+            cancel,
+            slot,
+            collect: Some(collect),
+            fresh_scratch,
+        };
+        let end = match warm {
+            Some(warm) => {
+                run_call(setup, warm, warm_call(request), drop)
                     .instrument(span.clone())
-                    .await?;
-                (sandbox, end)
+                    .await?
+            }
+            None => {
+                let call = fresh_instance_call(PluginCall::Run(request));
+                run_call(setup, plugin, call, |_| {})
+                    .instrument(span.clone())
+                    .await?
             }
         };
         let mut outcome = classify(end.ended, &sandbox, limits.timeout, started.elapsed());

@@ -20,14 +20,13 @@ use tracing::Instrument;
 
 pub use registry::{SessionError, Sessions};
 
-use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::RunLimits;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
-use crate::run::call::{run_call, CallSetup, Collect};
+use crate::run::call::{run_call, CallSetup};
 use crate::run::classify::{cancelled_before_start, classify};
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
-use crate::run::{into_wit_file, record, run_span, RunError, RunRequest, Runner};
+use crate::run::{record, run_span, RunError, RunRequest, Runner};
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
@@ -90,18 +89,7 @@ impl Session {
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let _busy = Busy::new(self);
-        let own = OwnFiles::new(self.plugin.spec.own_files.iter().cloned());
-        let payload = request.payload_bytes();
-        let inputs = files::check_inputs(request.files, &own)?;
-        let collect = Collect {
-            inputs: inputs.iter().map(InputFile::digest).collect(),
-            own,
-            caps: request.return_caps,
-        };
-        let mut ticket = runner
-            .admission
-            .admit(payload.saturating_add(runner.output_reservation()))
-            .map_err(RunError::Busy)?;
+        let (request, collect, mut ticket) = runner.admit(&self.plugin, request)?;
         // One call at a time: wait for the one before (its thread releases the lock).
         let mut live = tokio::select! {
             live = self.live.clone().lock_owned() => live,
@@ -112,12 +100,6 @@ impl Session {
         };
         let started = Instant::now();
         let span = run_span(&self.runtime, Some(&self.id));
-        let request = runtime::RunRequest {
-            code: request.code,
-            args: request.args,
-            stdin: request.stdin,
-            files: inputs.into_iter().map(into_wit_file).collect(),
-        };
         let setup = CallSetup {
             sandbox: self.sandbox.clone(),
             timeout: limits.timeout,
