@@ -146,6 +146,40 @@ impl CompiledCache {
             }
         }
     }
+    /// Deletes older compiled forms of the same name as `newest` (made by earlier
+    /// versions of runbox or of its inputs), keeping the `keep` most recent, so a cache
+    /// that lives across upgrades holds a few hundred MB, not one copy per upgrade.
+    pub fn prune_superseded(&self, newest: &Path, keep: usize) {
+        let (Some(dir), Some(file)) = (newest.parent(), newest.file_name()) else {
+            return;
+        };
+        let Some(name) = file.to_str().and_then(compiled_name) else {
+            return;
+        };
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        let mut same_name: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_str().and_then(compiled_name) == Some(name))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        same_name.sort_by_key(|f| std::cmp::Reverse(f.0));
+        for (_, path) in same_name.iter().skip(keep) {
+            if path != newest {
+                // Another process may have removed it first, or still map it (Linux
+                // keeps an unlinked file's pages for whoever has them).
+                let _ = fs::remove_file(path);
+            }
+        }
+    }
+}
+
+/// The name part of a compiled file's name, `NAME-<32 hex>.cwasm`.
+fn compiled_name(file: &str) -> Option<&str> {
+    let stem = file.strip_suffix(".cwasm")?;
+    let (name, key) = stem.rsplit_once('-')?;
+    (key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit())).then_some(name)
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), CacheTrustError> {
@@ -234,6 +268,36 @@ mod tests {
         }
         cache.prune(CompiledKind::Program, 0, 0);
         assert!(plugin.exists() && !program.exists());
+    }
+
+    #[test]
+    fn superseded_forms_of_a_name_go_and_other_names_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompiledCache::open(dir.path()).unwrap();
+        let tools = cache.ensure_dir(CompiledKind::Tool).unwrap();
+        let key = |n: u8| format!("{:032x}", n);
+        let mut made = vec![];
+        for n in 0..4u8 {
+            let path = tools.join(format!("python.wasm-{}.cwasm", key(n)));
+            fs::write(&path, b"x").unwrap();
+            let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(n as u64);
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+            made.push(path);
+        }
+        // A name that begins like the other, and a file that is not a compiled form.
+        let other = tools.join(format!("python-3.12.0.wasm-{}.cwasm", key(9)));
+        let stray = tools.join("python.wasm-notes.txt");
+        fs::write(&other, b"x").unwrap();
+        fs::write(&stray, b"x").unwrap();
+        cache.prune_superseded(&made[3], 2);
+        let left: Vec<bool> = made.iter().map(|p| p.exists()).collect();
+        assert_eq!(left, [false, false, true, true]);
+        assert!(other.exists() && stray.exists());
     }
 
     #[test]

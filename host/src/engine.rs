@@ -236,10 +236,15 @@ impl SandboxEngine {
             .map_err(|e| compile_err(e.into()))?;
         self.cache.ensure_dir(kind)?;
         write_atomically(&path, &compiled)?;
+        self.cache.prune_superseded(&path, KEEP_SUPERSEDED);
         self.load_compiled(kind, &path)
             .map_err(|e| compile_err(e.into()))
     }
 }
+
+/// Compiled forms of one plugin or tool kept, the newest among them: enough to go back
+/// one version of runbox without minutes of compiling.
+const KEEP_SUPERSEDED: usize = 2;
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so the final
 /// name only ever holds complete content.

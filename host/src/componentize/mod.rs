@@ -32,8 +32,8 @@ pub const EXIT_FIELD: &str = "exit";
 const PREVIEW1: &str = "wasi_snapshot_preview1";
 
 /// A fingerprint of everything besides its input that decides what [`componentize`]
-/// produces: the preview1 bridge's bytes, the WIT, wit-component's version and this
-/// file's own source. Part of every cache key of a componentized module, so changing any
+/// produces: the preview1 bridge's bytes, the WIT, wit-component's version and the
+/// source (tests aside) of this module and of the snapshot. Part of every cache key of a componentized module, so changing any
 /// of them recompiles instead of loading a stale component.
 pub fn transform_fingerprint() -> &'static str {
     static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -44,15 +44,24 @@ pub fn transform_fingerprint() -> &'static str {
             wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
             WIT.as_bytes(),
             env!("RUNBOX_WIT_COMPONENT_VERSION").as_bytes(),
-            include_str!("mod.rs").as_bytes(),
-            include_str!("reactor.rs").as_bytes(),
-            include_str!("stubs.rs").as_bytes(),
+            without_tests(include_str!("mod.rs")).as_bytes(),
+            without_tests(include_str!("reactor.rs")).as_bytes(),
+            without_tests(include_str!("stubs.rs")).as_bytes(),
+            // A snapshot is part of a reactor tool's component.
+            without_tests(include_str!("../snapshot.rs")).as_bytes(),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part);
         }
         hex::encode(h.finalize())
     })
+}
+
+/// A source file up to its tests: editing a test must not recompile every tool.
+fn without_tests(source: &str) -> &str {
+    source
+        .find("\n#[cfg(test)]")
+        .map_or(source, |end| &source[..end])
 }
 
 #[derive(Debug, thiserror::Error)]
