@@ -61,8 +61,21 @@ fn every_default_plugin_passes_the_suite() {
 /// A native component made from `native.wat` with the given bodies of `describe` and
 /// `run`, written to `dir`; its sha256.
 fn native_component(dir: &Path, name: &str, describe: &str, run: &str) -> String {
+    native_component_starting(dir, name, describe, run, "")
+}
+
+/// Like [`native_component`], with `start` (module fields) run as the module is
+/// instantiated.
+fn native_component_starting(
+    dir: &Path,
+    name: &str,
+    describe: &str,
+    run: &str,
+    start: &str,
+) -> String {
     let wat = std::fs::read_to_string(fixtures().join("native.wat"))
         .unwrap()
+        .replace("START", start)
         .replace("DESCRIBE", describe)
         .replace("RUN", run);
     let mut module = wat::parse_str(&wat).expect("native.wat is valid");
@@ -174,6 +187,73 @@ fn a_component_that_traps_at_start_fails_every_check_that_calls_it() {
             "FAIL  trapper describe: runbox could not run the program: `trapper`: describe failed: the program crashed: wasm trap: wasm `unreachable` instruction executed",
             "FAIL  trapper hello: status crashed (the program crashed: wasm trap: wasm `unreachable` instruction executed)",
         ],
+    );
+}
+
+#[test]
+fn a_component_that_traps_while_instantiated_fails_every_check_that_calls_it() {
+    common::runbox();
+    let dir = tempfile::tempdir().unwrap();
+    let sha = native_component_starting(
+        dir.path(),
+        "boot-trap",
+        "(i32.const 64)",
+        "(i32.const 0)",
+        "(func $boot unreachable) (start $boot)",
+    );
+    let out = suite_with(
+        dir.path(),
+        &format!(
+            "[plugins.boot-trapper]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
+             adapter = {{ path = \"boot-trap.wasm\", sha256 = \"{sha}\" }}\n\
+             [[plugins.boot-trapper.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"\"\n"
+        ),
+    );
+    expect_failures(
+        &out,
+        &[
+            "ok    boot-trapper loads",
+            "FAIL  boot-trapper describe: ",
+            "FAIL  boot-trapper hello: status crashed",
+        ],
+    );
+    assert!(
+        text(&out.stdout).contains("unreachable"),
+        "the trap is named:\n{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_plugin_that_cannot_be_loaded_fails_and_the_others_are_still_checked() {
+    common::runbox();
+    let dir = tempfile::tempdir().unwrap();
+    // Not a component at all, with its true hash: fetching passes, compiling fails.
+    let junk = b"not a wasm component";
+    std::fs::write(dir.path().join("junk.wasm"), junk).unwrap();
+    let sha = hex::encode(Sha256::digest(junk));
+    let broken = format!(
+        "[plugins.junk]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
+         adapter = {{ path = \"junk.wasm\", sha256 = \"{sha}\" }}\n\
+         [[plugins.junk.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"\"\n\n"
+    );
+    let good = quickjs_entry(
+        "js-beside",
+        "[[plugins.js-beside.samples]]\nname = \"hello\"\ncode = \"console.log('hello, world')\"\nstdout = \"hello, world\\n\"\n",
+    );
+    let out = suite_with(dir.path(), &format!("{broken}{good}"));
+    expect_failures(
+        &out,
+        &[
+            "FAIL  junk loads: ",
+            "ok    js-beside loads",
+            "ok    js-beside hello",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains("junk describe"),
+        "nothing more is checked of a plugin that did not load:\n{stdout}"
     );
 }
 

@@ -13,10 +13,12 @@ use crate::conformance::check_plugin;
 use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::files::ReturnCaps;
 use crate::manifest::Manifest;
-use crate::outcome::RunStatus;
+use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::cache_state;
 use crate::sandbox::output::Channel;
-use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+use crate::service::{
+    LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions, StartError,
+};
 
 /// Exit status of `runbox run` when the program hit the deadline.
 pub const EXIT_TIMEOUT: u8 = 124;
@@ -204,16 +206,30 @@ impl GlobalArgs {
         options
     }
 
-    /// Loads the runtimes (fetching and compiling what is missing) off the async runtime.
+    /// Loads the runtimes (fetching and compiling what is missing) off the async runtime;
+    /// fails on the first that cannot be loaded.
     pub async fn load(&self, options: RunboxOptions) -> Result<Runbox> {
+        self.load_with(options, Runbox::load).await
+    }
+
+    /// Like [`GlobalArgs::load`], but a runtime that cannot be loaded is marked as failed
+    /// and the others are still loaded.
+    pub async fn load_each(&self, options: RunboxOptions) -> Result<Runbox> {
+        self.load_with(options, Runbox::load_each).await
+    }
+
+    async fn load_with(
+        &self,
+        options: RunboxOptions,
+        load: fn(&Manifest, &Cache, RunboxOptions, &Progress) -> Result<Runbox, StartError>,
+    ) -> Result<Runbox> {
         let options = self.with_globals(options);
         let manifest = self.manifest()?;
         let cache = self.cache()?;
         let progress = self.progress();
-        let runbox = tokio::task::spawn_blocking(move || {
-            Runbox::load(&manifest, &cache, options, &progress)
-        })
-        .await??;
+        let runbox =
+            tokio::task::spawn_blocking(move || load(&manifest, &cache, options, &progress))
+                .await??;
         Ok(runbox)
     }
 }
@@ -369,18 +385,8 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
             cancel,
         )
         .await?;
-    // Replay the output as a terminal would have shown it, each piece on its own stream.
-    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    for (channel, bytes) in outcome.raw.tty_segments() {
-        match channel {
-            Channel::Stdout => out.write_all(bytes)?,
-            Channel::Stderr => {
-                out.flush()?;
-                err.write_all(bytes)?;
-            }
-        }
-    }
-    out.flush()?;
+    replay_as_terminal(&outcome)?;
+    let mut err = std::io::stderr().lock();
     if let Some(e) = &outcome.error {
         writeln!(err, "runbox: {}: {e}", outcome.status.as_str())?;
     }
@@ -430,7 +436,8 @@ async fn plugins_test(global: &GlobalArgs, names: Vec<String>) -> Result<u8> {
         only: names,
         ..RunboxOptions::default()
     };
-    let runbox = global.load(options).await?;
+    // A plugin that cannot be loaded fails its first check; the others are still checked.
+    let runbox = global.load_each(options).await?;
     let (mut passed, mut failed) = (0, 0);
     // Plugins are checked side by side; each one's checks in order.
     let names = runbox.runtime_names();
@@ -492,6 +499,22 @@ fn runtimes(global: &GlobalArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Replays a run's output as a terminal would have shown it, each piece on its own
+/// stream and in the order it was written.
+pub fn replay_as_terminal(outcome: &RunOutcome) -> std::io::Result<()> {
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    for (channel, bytes) in outcome.raw.tty_segments() {
+        match channel {
+            Channel::Stdout => out.write_all(bytes)?,
+            Channel::Stderr => {
+                out.flush()?;
+                err.write_all(bytes)?;
+            }
+        }
+    }
+    out.flush()
 }
 
 #[cfg(test)]

@@ -17,19 +17,9 @@ use crate::manifest::{PluginSpec, SampleSpec};
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::service::{RunRequest, Runbox};
 
-/// The samples every entry must declare, by name.
-pub const REQUIRED_SAMPLES: [&str; 10] = [
-    "hello",
-    "stdin",
-    "exit-code",
-    "uncaught-error",
-    "busy-loop",
-    "allocation",
-    "file-probe",
-    "state-set",
-    "state-get",
-    "flood",
-];
+/// The required samples that check an output: what a program prints, reads and exits
+/// with.
+pub const OUTPUT_SAMPLES: [&str; 4] = ["hello", "stdin", "exit-code", "uncaught-error"];
 
 /// The required samples that check a guarantee rather than an output: they run into a
 /// limit, or only mean something in pairs.
@@ -41,6 +31,11 @@ pub const GUARANTEE_SAMPLES: [&str; 6] = [
     "state-get",
     "flood",
 ];
+
+/// Whether every entry must declare the sample `name` (an output or a guarantee one).
+pub fn is_required(name: &str) -> bool {
+    OUTPUT_SAMPLES.contains(&name) || GUARANTEE_SAMPLES.contains(&name)
+}
 
 /// The busy loop's deadline: long enough for a compiled language to compile first.
 const BUSY_LOOP_DEADLINE: Duration = Duration::from_secs(5);
@@ -65,7 +60,13 @@ impl Check {
 /// Runs the suite against one loaded plugin.
 pub async fn check_plugin(runbox: &Runbox, spec: &PluginSpec) -> Vec<Check> {
     let suite = Suite { runbox, spec };
-    let mut checks = vec![suite.check("describe", suite.describe().await)];
+    let loaded = runbox.preparation_failure(&spec.name);
+    let failed_to_load = loaded.is_some();
+    let mut checks = vec![suite.check("loads", loaded)];
+    if failed_to_load {
+        return checks;
+    }
+    checks.push(suite.check("describe", suite.describe().await));
     let sample = |name: &str| spec.samples.iter().find(|s| s.name == name);
     let missing = |name: &str| {
         Some(format!(
@@ -120,11 +121,7 @@ pub async fn check_plugin(runbox: &Runbox, spec: &PluginSpec) -> Vec<Check> {
         None => missing("flood"),
     };
     checks.push(suite.check("output cut at the cap", failure));
-    for other in spec
-        .samples
-        .iter()
-        .filter(|s| !REQUIRED_SAMPLES.contains(&s.name.as_str()))
-    {
+    for other in spec.samples.iter().filter(|s| !is_required(&s.name)) {
         checks.push(suite.check(
             &format!("sample `{}`", other.name),
             suite.declared(other).await,

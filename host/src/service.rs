@@ -144,6 +144,19 @@ impl Runbox {
         Ok(runbox)
     }
 
+    /// Like [`Runbox::load`], but a runtime that cannot be prepared is marked as failed
+    /// (see [`Runbox::preparation_failure`]) and the others are still prepared.
+    pub fn load_each(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+        progress: &Progress,
+    ) -> Result<Runbox, StartError> {
+        let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
+        let _ = preparer.prepare_all(progress, false);
+        Ok(runbox)
+    }
+
     /// Like [`Runbox::load`], but returns at once and prepares the runtimes on a thread of
     /// their own: a call for a runtime waits until it is ready (see `preparation.rs`).
     pub fn start(
@@ -252,6 +265,14 @@ impl Runbox {
                 session_state: p.spec.session_state,
             })
             .collect()
+    }
+
+    /// Why `runtime` could not be prepared, if that is what became of it.
+    pub fn preparation_failure(&self, runtime: &str) -> Option<String> {
+        match self.plugins.get(runtime)?.state() {
+            Preparation::Failed(why) => Some(why),
+            _ => None,
+        }
     }
 
     pub fn runtime_names(&self) -> Vec<String> {
