@@ -2,8 +2,10 @@
 //!
 //! `--scratch-dir` (default: `scratch/` under the cache directory, on disk, rather than
 //! `$TMPDIR`, which may be RAM) holds one directory per server process, locked while the
-//! process lives. A process that was killed leaves its directory unlocked: the next
-//! server to start removes it, and every `runbox-run-*` left inside.
+//! process lives (`runbox-scratch-PID-*`). A process that was killed leaves its directory
+//! unlocked: the next server to start removes it, and every `runbox-run-*` left inside.
+//! Nothing else in the scratch directory is touched: it may be a directory the user
+//! shares with other programs.
 
 use std::fs::{self, File};
 use std::os::unix::fs::DirBuilderExt;
@@ -12,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Name of the lock file inside each process's directory.
 const LOCK_FILE: &str = ".lock";
+/// How every process's directory name starts.
+const PROCESS_DIR_PREFIX: &str = "runbox-scratch-";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot use the scratch directory {path}: {source}")]
@@ -42,7 +46,7 @@ impl ScratchRoot {
             .map_err(err(base))?;
         remove_stale(base);
         let dir = tempfile::Builder::new()
-            .prefix(&format!("{}-", std::process::id()))
+            .prefix(&format!("{PROCESS_DIR_PREFIX}{}-", std::process::id()))
             .tempdir_in(base)
             .map_err(err(base))?
             .keep();
@@ -107,14 +111,19 @@ impl Drop for ScratchRoot {
     }
 }
 
-/// Removes every process directory under `base` whose lock nobody holds.
+/// Removes every process directory under `base` whose lock nobody holds; leaves
+/// everything not named as one alone.
 fn remove_stale(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };
     for entry in entries.filter_map(Result::ok) {
         let dir = entry.path();
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(PROCESS_DIR_PREFIX));
+        if !ours || !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         let alive = match File::open(dir.join(LOCK_FILE)) {
@@ -147,7 +156,7 @@ mod tests {
     fn a_killed_servers_scratch_is_removed_and_a_live_ones_kept() {
         let base = tempfile::tempdir().unwrap();
         // A server that was killed: its directory is unlocked, with a run inside.
-        let dead = base.path().join("12345-dead");
+        let dead = base.path().join(format!("{PROCESS_DIR_PREFIX}12345-dead"));
         fs::create_dir_all(dead.join("runbox-run-x/sub")).unwrap();
         fs::write(dead.join(LOCK_FILE), "").unwrap();
         fs::write(dead.join("runbox-run-x/sub/file"), "data").unwrap();
@@ -167,5 +176,26 @@ mod tests {
         drop(live);
         assert!(!live_dir.exists(), "a clean stop removes its directory");
         assert!(other.path().exists());
+    }
+
+    #[test]
+    fn what_is_not_a_process_directory_is_left_alone() {
+        let base = tempfile::tempdir().unwrap();
+        // A user's own directories beside runbox's: old, unlocked, one even named like a
+        // run of an older layout.
+        let mine = base.path().join("photos");
+        let run_like = base.path().join("runbox-run-7");
+        let locked_like = base.path().join("12345-dead");
+        for dir in [&mine, &run_like, &locked_like] {
+            fs::create_dir_all(dir).unwrap();
+            fs::write(dir.join("keep"), "data").unwrap();
+            let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            File::open(dir).unwrap().set_modified(an_hour_ago).unwrap();
+        }
+        fs::write(locked_like.join(LOCK_FILE), "").unwrap();
+        let _root = ScratchRoot::open(base.path()).unwrap();
+        for dir in [&mine, &run_like, &locked_like] {
+            assert!(dir.join("keep").exists(), "{} was removed", dir.display());
+        }
     }
 }
