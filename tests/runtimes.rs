@@ -6,8 +6,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{run, run_with, runbox};
+use runbox::artifact::Progress;
 use runbox::manifest::Manifest;
 use runbox::outcome::RunStatus;
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
 
 /// Programs that probe one behaviour, written once per language.
 struct Probes {
@@ -265,4 +268,73 @@ async fn unknown_runtime_names_the_valid_ones() {
     for name in ["python", "quickjs", "ruby", "php-cgi"] {
         assert!(err.contains(name), "{err}");
     }
+}
+
+/// Waits until `runbox` has a warm instance of `runtime` ready; false after 60 s.
+async fn until_prestarted(runbox: &Runbox, runtime: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while runbox.prestarted(runtime) == 0 {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> String {
+    let request = RunRequest {
+        runtime: "ruby".into(),
+        code: code.into(),
+        limits: LimitOverrides {
+            timeout: None,
+            memory_bytes,
+        },
+        ..Default::default()
+    };
+    let out = runbox.run(request, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    out.stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prestarted_interpreter_serves_one_run_and_is_replaced() {
+    runbox(); // fetched and compiled on a fresh machine
+              // A server of its own: no other test takes its warm instances.
+    let options = RunboxOptions {
+        only: vec!["ruby".into()],
+        ..common::options()
+    };
+    let rb = tokio::task::spawn_blocking(move || {
+        let manifest = Manifest::builtin().unwrap();
+        Runbox::load(&manifest, &common::cache(), options, &Progress::stderr()).unwrap()
+    })
+    .await
+    .unwrap();
+    // ruby is pre-started (plugins.toml): its first run starts the pool.
+    assert_eq!(
+        ruby_run(&rb, "$seen = 1\nputs 'first'", None).await,
+        "first\n"
+    );
+    assert!(
+        until_prestarted(&rb, "ruby").await,
+        "no warm ruby was started"
+    );
+    assert_eq!(rb.prestarted("ruby"), 1, "one is kept per runtime");
+    // The next run takes it, sees none of the earlier run's state, and a new one is
+    // started for the run after.
+    let second = ruby_run(&rb, "p defined?($seen)\n$seen = 2", None).await;
+    assert_eq!(second, "nil\n");
+    assert!(
+        until_prestarted(&rb, "ruby").await,
+        "the warm ruby was not replaced"
+    );
+    let third = ruby_run(&rb, "p defined?($seen)", None).await;
+    assert_eq!(third, "nil\n", "a warm instance was used twice");
+    // A run a warm instance cannot serve (another memory cap) runs the ordinary way and
+    // leaves the warm one ready.
+    assert!(until_prestarted(&rb, "ruby").await);
+    let capped = ruby_run(&rb, "puts 'capped'", Some(256 << 20)).await;
+    assert_eq!(capped, "capped\n");
+    assert_eq!(rb.prestarted("ruby"), 1);
 }

@@ -267,6 +267,12 @@ impl Runbox {
             .collect()
     }
 
+    /// Interpreters of `runtime` started ahead of time and waiting for a run (see
+    /// `run/prestart.rs`).
+    pub fn prestarted(&self, runtime: &str) -> usize {
+        self.runner.prestarts.ready_count(runtime)
+    }
+
     /// Why `runtime` could not be prepared, if that is what became of it.
     pub fn preparation_failure(&self, runtime: &str) -> Option<String> {
         match self.plugins.get(runtime)?.state() {

@@ -51,7 +51,8 @@ impl Prestarts {
             .pop()
     }
 
-    fn ready_count(&self, runtime: &str) -> usize {
+    /// How many warm instances of `runtime` are ready.
+    pub fn ready_count(&self, runtime: &str) -> usize {
         self.ready
             .lock()
             .unwrap_or_else(|e| e.into_inner())
