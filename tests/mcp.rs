@@ -265,6 +265,8 @@ macro_rules! session_scenarios {
 session_scenarios!(
     carry_over,
     files_carry_over,
+    files_carry_over_in_every_runtime_that_runs_anew,
+    limits_in_a_session,
     timeouts_reset_state,
     isolation,
     refusals,

@@ -139,8 +139,77 @@ async def files_carry_over():
         check_run(result, in_session_completed("42\n", sid))
 
 
+async def files_carry_over_in_every_runtime_that_runs_anew():
+    """php-cgi and clangpp, like clang, run each call anew beside the files kept."""
+    async with server() as session:
+        for runtime, write, read in [
+            ("php-cgi", "<?php file_put_contents('n.txt', '7'); echo \"wrote\\n\";",
+             "<?php echo intval(file_get_contents('n.txt')) * 6, \"\\n\";"),
+            ("clangpp",
+             "#include <fstream>\n#include <iostream>\nint main() { std::ofstream(\"n.txt\") << 7;"
+             " std::cout << \"wrote\\n\"; }",
+             "#include <fstream>\n#include <iostream>\nint main() { int n = 0;"
+             " std::ifstream(\"n.txt\") >> n; std::cout << n * 6 << \"\\n\"; }"),
+        ]:
+            sid = await create(session, runtime)
+            result = await in_session(session, sid, write, timeout_seconds=60)
+            content = result.structured_content
+            assert content["stdout"] == "wrote\n" and content["exit_code"] == 0, content
+            assert [f["path"] for f in content["files"]] == ["n.txt"], content
+            result = await in_session(session, sid, read, timeout_seconds=60)
+            check_run(result, in_session_completed("42\n", sid))
+            await session.call_tool("close_session", {"session_id": sid})
+
+
+async def limits_in_a_session():
+    """Per call: the output cap, and a call it cut resets the interpreter but keeps the
+    files. For the session's whole life: the memory cap (its interpreter's, not a
+    call's) and the scratch disk cap."""
+    async with server("--output-bytes", "10000") as session:
+        sid = await create(session, "python")
+        result = await in_session(session, sid, "x = 7\nopen('kept.txt', 'w').write('yes')")
+        assert result.structured_content["status"] == "completed", result.structured_content
+        result = await in_session(session, sid, "print('y' * 50000)")
+        content = result.structured_content
+        assert content["status"] == "terminated" and content["truncated"], content
+        assert "reset" in content["error"] and "files were kept" in content["error"], content
+        # The next call has an output cap of its own: 9,000 bytes pass.
+        result = await in_session(session, sid, "print('z' * 9000)\nprint(open('kept.txt').read())\nprint(x)")
+        content = result.structured_content
+        assert content["stdout"] == "z" * 9000 + "\nyes\n", content
+        assert not content["truncated"] and "NameError" in content["stderr"], content
+
+        # Memory: what earlier calls keep counts against a later call's cap.
+        sid = await create(session, "python")
+        await in_session(session, sid, "chunks = []")
+        refused_at = None
+        for call in range(8):
+            result = await in_session(session, sid, "chunks.append(bytearray(100 << 20))\nprint(len(chunks))")
+            content = result.structured_content
+            if content["stdout"] == f"{call + 1}\n":
+                continue
+            assert content["status"] == "completed" and "MemoryError" in content["stderr"], content
+            refused_at = call
+            break
+        # 512 MiB: the interpreter and at most four more 100 MiB chunks.
+        assert refused_at is not None and 1 <= refused_at <= 4, refused_at
+        result = await in_session(session, sid, "print(len(chunks))")
+        check_run(result, in_session_completed(f"{refused_at}\n", sid))
+
+        # Disk: 256 MiB for the session's whole life, not per call.
+        sid = await create(session, "python")
+        write = "open('f{n}', 'wb').write(b'x' * (100 << 20))\nprint('wrote')"
+        for n in (1, 2):
+            result = await in_session(session, sid, write.format(n=n))
+            assert result.structured_content["stdout"] == "wrote\n", result.structured_content
+        result = await in_session(session, sid, write.format(n=3))
+        content = result.structured_content
+        assert content["stdout"] == "" and "No space left" in content["stderr"], content
+
+
 async def timeouts_reset_state():
-    """A call past its deadline resets the interpreter but keeps the files, and says so."""
+    """A call past its deadline, or one that crashed, resets the interpreter but keeps the
+    files, and says so."""
     async with server() as session:
         sid = await create(session, "python")
         check_run(await in_session(session, sid, "x = 1\nopen('kept.txt', 'w').write('yes')"),
@@ -167,6 +236,15 @@ async def timeouts_reset_state():
             assert "reset" in result.structured_content["error"]
             result = await in_session(session, sid, use)
             assert result.structured_content["stdout"] in ("undefined\n", "nil\n"), result.structured_content
+        # A crash (quickjs traps when its stack runs out) resets it the same way.
+        sid = await create(session, "quickjs")
+        await in_session(session, sid, "var kept = 1; std.open('crash.txt', 'w').puts('kept');")
+        result = await in_session(session, sid, "function f(n) { return f(n + 1) + 1; }\nf(0);")
+        content = result.structured_content
+        assert content["status"] == "crashed", content
+        assert "reset" in content["error"] and "files were kept" in content["error"], content
+        result = await in_session(session, sid, "console.log(typeof kept, std.loadFile('crash.txt'))")
+        check_run(result, in_session_completed("undefined kept\n", sid))
 
 
 async def isolation():
@@ -299,6 +377,8 @@ if __name__ == "__main__":
     scenarios = {
         "carry_over": carry_over,
         "files_carry_over": files_carry_over,
+        "files_carry_over_in_every_runtime_that_runs_anew": files_carry_over_in_every_runtime_that_runs_anew,
+        "limits_in_a_session": limits_in_a_session,
         "timeouts_reset_state": timeouts_reset_state,
         "isolation": isolation,
         "refusals": refusals,
