@@ -321,4 +321,25 @@ mod tests {
         let eh = wat::parse_str("(module (tag $t) (func (throw $t)))").unwrap();
         wasmtime::Module::new(&engine, &eh).unwrap();
     }
+
+    #[test]
+    fn produced_programs_get_fewer_proposals_still() {
+        for compiler in ProgramCompiler::ALL {
+            let engine = Engine::new(&program_config(compiler)).unwrap();
+            for (what, wat) in [
+                ("exceptions", "(module (tag $t) (func (throw $t)))"),
+                ("threads", "(module (memory 1 1 shared))"),
+                ("gc", "(module (type (struct (field i32))))"),
+            ] {
+                let bytes = wat::parse_str(wat).unwrap();
+                assert!(
+                    wasmtime::Module::new(&engine, &bytes).is_err(),
+                    "{what} is accepted by {}",
+                    compiler.name()
+                );
+            }
+            let plain = wat::parse_str("(module (func (export \"f\")))").unwrap();
+            wasmtime::Module::new(&engine, &plain).unwrap();
+        }
+    }
 }
