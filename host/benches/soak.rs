@@ -142,7 +142,18 @@ async fn main() {
     for w in workers {
         peak = peak.max(w.await.unwrap());
     }
+    // Each run's thread keeps a small runtime of its own (an epoll and an event fd) while
+    // the blocking pool keeps the thread, up to 10 s idle: wait that long for them.
+    let settle_until = Instant::now() + Duration::from_secs(15);
+    let settled = Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
+    while open_fds() > fds0 && Instant::now() < settle_until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    println!(
+        "soak: descriptors settled {:.1} s after the last run",
+        settled.elapsed().as_secs_f64()
+    );
     let (rss1, fds1, dirs1) = (rss_kib(), open_fds(), scratch_dirs(rb.scratch_root()));
     let runs = done.load(Ordering::Relaxed);
     println!("soak: {runs} runs in {secs} s, 8 at a time");

@@ -39,7 +39,13 @@ const HELLO: &[(&str, &str)] = &[
 
 const PRIMES_PY: &str = "def primes(n):\n    found = []\n    for c in range(2, n):\n        if all(c % p for p in found if p * p <= c):\n            found.append(c)\n    return found\nprint(len(primes(5000)))\n";
 
+/// The first 5000 primes by trial division: long enough that the interpreter, not process
+/// start, is what is timed.
+const PRIMES_FIRST_PY: &str = "def primes(n):\n    found = []\n    c = 2\n    while len(found) < n:\n        for p in found:\n            if p * p > c:\n                found.append(c)\n                break\n            if c % p == 0:\n                break\n        else:\n            found.append(c)\n        c += 1\n    return found\nprint(primes(5000)[-1])\n";
+
 const FIB_C: &str = "#include <stdio.h>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main(void) { printf(\"%d\\n\", fib(32)); return 0; }\n";
+/// fib(38): long enough that running the program, not compiling it, is what is timed.
+const FIB38_C: &str = "#include <stdio.h>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main(void) { volatile int n = 38; printf(\"%d\\n\", fib(n)); return 0; }\n";
 const FIB_CPP: &str = "#include <iostream>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main() { std::cout << fib(32) << std::endl; }\n";
 const FIB_JS: &str =
     "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nconsole.log(fib(27));\n";
@@ -136,7 +142,11 @@ where
 }
 
 fn load(only: &[&str]) -> Arc<Runbox> {
-    let manifest = Manifest::builtin().expect("built-in plugins.toml");
+    load_from(Manifest::builtin().expect("built-in plugins.toml"), only)
+}
+
+/// `only` of `manifest`'s runtimes, loaded from the shared cache.
+fn load_from(manifest: Manifest, only: &[&str]) -> Arc<Runbox> {
     let options = RunboxOptions {
         only: only.iter().map(|s| s.to_string()).collect(),
         compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
@@ -209,6 +219,15 @@ async fn hello(rounds: usize) {
             inproc.median, inproc.p95, mcp.median, mcp.p95
         );
     }
+    // What MCP itself costs: a tool call that runs nothing.
+    let floor = time(rounds, || async {
+        server.call("list_runtimes", serde_json::json!({})).await;
+    })
+    .await;
+    println!(
+        "| (MCP floor: `list_runtimes`, no run) | - | - | {:.1} | {:.1} |",
+        floor.median, floor.p95
+    );
     println!();
 }
 
@@ -238,8 +257,7 @@ async fn python(rounds: usize) {
         }
     }
     println!();
-    if let (Some(primes), Some(native)) = (primes, native_median(&["python3", "-c", PRIMES_PY], 7))
-    {
+    if let (Some(primes), Some(native)) = (primes, native_python(PRIMES_PY, 7)) {
         println!(
             "primes(5000): runbox {:.0} ms, native python3 {:.0} ms (process), ratio {:.2}\n",
             primes.median,
@@ -271,7 +289,15 @@ async fn cpu(rounds: usize) {
             "python",
             PRIMES_PY,
             "669\n",
-            native_median(&["python3", "-c", PRIMES_PY], rounds),
+            native_python(PRIMES_PY, rounds),
+            "python3 (CPython 3.11)",
+        ),
+        (
+            "python first 5000 primes",
+            "python",
+            PRIMES_FIRST_PY,
+            "48611\n",
+            native_python(PRIMES_FIRST_PY, rounds),
             "python3 (CPython 3.11)",
         ),
         (
@@ -281,6 +307,22 @@ async fn cpu(rounds: usize) {
             "2178309\n",
             native_compiled(dir.path(), "gcc", "c", FIB_C, rounds),
             "gcc -O2, compile+run",
+        ),
+        (
+            "C fib(38), compile+run",
+            "clang",
+            FIB38_C,
+            "39088169\n",
+            native_compiled(dir.path(), "gcc", "c", FIB38_C, rounds),
+            "gcc -O2, compile+run",
+        ),
+        (
+            "C fib(38), compile+run",
+            "clang",
+            FIB38_C,
+            "39088169\n",
+            native_compiled(dir.path(), "clang", "c", FIB38_C, rounds),
+            "clang -O2, compile+run",
         ),
         (
             "C++ fib(32), compile+run",
@@ -399,19 +441,7 @@ async fn prestart(rounds: usize) {
     let cold = tokio::task::spawn_blocking(|| {
         let mut manifest = Manifest::builtin().expect("built-in plugins.toml");
         manifest.plugins.get_mut("ruby").unwrap().prestart = false;
-        let options = RunboxOptions {
-            only: vec!["ruby".into()],
-            ..RunboxOptions::default()
-        };
-        Arc::new(
-            Runbox::load(
-                &manifest,
-                &Cache::at(common::cache_dir()),
-                options,
-                &Progress::hidden(),
-            )
-            .unwrap(),
-        )
+        load_from(manifest, &["ruby"])
     })
     .await
     .unwrap();
@@ -441,14 +471,18 @@ async fn prestart(rounds: usize) {
     );
 }
 
-/// The server's resident memory idle with every runtime loaded, and at 32 runs at once.
+/// The server's resident memory idle with every runtime loaded (before any call, and
+/// after one call in each), and at 32 runs at once.
 async fn memory() {
     let server = Arc::new(McpServer::start(&["--max-concurrent", "32"]).await);
+    // Preparation loads every runtime from the cache in well under this.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let loaded = Rss::of(&server);
     for (runtime, code) in HELLO {
         server.expect(runtime, code, None, "hello, world\n").await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let idle = server.rss_kib();
+    let idle = Rss::of(&server);
     let mut tasks = Vec::new();
     let busy = "import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nprint(1)";
     for _ in 0..32 {
@@ -457,20 +491,65 @@ async fn memory() {
             server.expect("python", busy, None, "1\n").await
         }));
     }
-    let mut peak = 0;
+    let mut peak = Rss::default();
     while tasks.iter().any(|t| !t.is_finished()) {
-        peak = peak.max(server.rss_kib());
+        let now = Rss::of(&server);
+        if now.total > peak.total {
+            peak = now;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    header("Server memory (RSS)", &["state", "MiB"]);
-    println!(
-        "| idle, every runtime loaded and used once | {:.0} |",
-        idle as f64 / 1024.0
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = Rss::of(&server);
+    header(
+        "Server memory (RSS, MiB)",
+        &[
+            "state",
+            "total",
+            "anonymous",
+            "mapped files",
+            "shared memory",
+        ],
     );
-    println!(
-        "| 32 python runs at once (peak) | {:.0} |\n",
-        peak as f64 / 1024.0
-    );
+    for (state, rss) in [
+        ("idle, every runtime loaded, before any call", loaded),
+        ("idle, every runtime used once", idle),
+        ("32 python runs at once (peak)", peak),
+        ("idle again, 2 s after those runs", after),
+    ] {
+        println!(
+            "| {state} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            mib(rss.total),
+            mib(rss.anon),
+            mib(rss.file),
+            mib(rss.shmem)
+        );
+    }
+    println!();
+}
+
+/// The server's resident memory and its parts, in KiB.
+#[derive(Default, Clone, Copy)]
+struct Rss {
+    total: u64,
+    anon: u64,
+    file: u64,
+    shmem: u64,
+}
+
+impl Rss {
+    fn of(server: &McpServer) -> Rss {
+        Rss {
+            total: server.status_kib("VmRSS"),
+            anon: server.status_kib("RssAnon"),
+            file: server.status_kib("RssFile"),
+            shmem: server.status_kib("RssShmem"),
+        }
+    }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 /// Process start to first result: `runbox run` with the compiled cache warm, and with it
@@ -506,22 +585,12 @@ fn process_median(cache: &std::path::Path, runtime: &str, code: &str, rounds: us
     let mut times = Vec::new();
     for _ in 0..rounds {
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_runbox"))
-            .args(["--quiet", "run", runtime, "-"])
-            .env("RUNBOX_CACHE_DIR", cache)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start runbox");
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(code.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = common::output_with_stdin(
+            Command::new(env!("CARGO_BIN_EXE_runbox"))
+                .args(["--quiet", "run", runtime, "-"])
+                .env("RUNBOX_CACHE_DIR", cache),
+            code,
+        );
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             "hello, world\n",
@@ -530,6 +599,17 @@ fn process_median(cache: &std::path::Path, runtime: &str, code: &str, rounds: us
         times.push(started.elapsed());
     }
     stats(&mut times).median
+}
+
+/// CPython run natively on `code`: the interpreter itself, not a version manager's shim
+/// script in front of it (pyenv's adds ~100 ms per start here).
+fn native_python(code: &str, rounds: usize) -> Option<f64> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let exe = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    native_median(&[exe.as_str(), "-c", code], rounds)
 }
 
 /// The median wall time of a native command, if it can run.
@@ -551,6 +631,13 @@ fn native_median(argv: &[&str], rounds: usize) -> Option<f64> {
     Some(stats(&mut times).median)
 }
 
+/// `code` written to `dir/prog.EXT`.
+fn write_program(dir: &std::path::Path, ext: &str, code: &str) -> Option<std::path::PathBuf> {
+    let src = dir.join(format!("prog.{ext}"));
+    std::fs::write(&src, code).ok()?;
+    Some(src)
+}
+
 /// A native compile (with `-O2`) and run, timed together like runbox's compile+run.
 fn native_compiled(
     dir: &std::path::Path,
@@ -559,8 +646,7 @@ fn native_compiled(
     code: &str,
     rounds: usize,
 ) -> Option<f64> {
-    let src = dir.join(format!("prog.{ext}"));
-    std::fs::write(&src, code).ok()?;
+    let src = write_program(dir, ext, code)?;
     let exe = dir.join(format!("prog-{ext}"));
     let script = format!(
         "{compiler} -O2 -o {} {} && {}",
@@ -578,7 +664,6 @@ fn native_script(
     code: &str,
     rounds: usize,
 ) -> Option<f64> {
-    let src = dir.join(format!("prog.{ext}"));
-    std::fs::write(&src, code).ok()?;
+    let src = write_program(dir, ext, code)?;
     native_median(&[interpreter, src.to_str()?], rounds)
 }

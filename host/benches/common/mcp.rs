@@ -67,13 +67,15 @@ impl McpServer {
         check(&result, expected);
     }
 
-    /// The server's resident memory, in KiB.
-    pub fn rss_kib(&self) -> u64 {
+    /// A `/proc/PID/status` field in KiB: `VmRSS`, or its parts `RssAnon` (heap and
+    /// linear memories), `RssFile` (mapped files: the compiled runtimes' code) and
+    /// `RssShmem` (memfd-backed copy-on-write memory images).
+    pub fn status_kib(&self, field: &str) -> u64 {
         let status =
             std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
     }
