@@ -1,7 +1,8 @@
 //! The linkers stores are instantiated with, one per WIT world (wit/runbox.wit):
 //!
-//! - [`plugin_linker`]: `world plugin`, the WASI 0.2 interfaces a sandboxed program needs
-//!   plus the host's `process` and `config`.
+//! - [`plugin_linker`]: the imports of `world plugin` (and of `world session-plugin`, which
+//!   imports the same): the WASI 0.2 interfaces a sandboxed program needs plus the host's
+//!   `process` and `config`.
 //! - [`tool_linker`]: `world tool`, the same WASI interfaces plus the `exit` hook of a
 //!   componentized preview1 program; for declared tools and for programs a plugin
 //!   produced. No `process`: a tool cannot spawn, so spawning is one level deep.
