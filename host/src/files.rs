@@ -2,7 +2,7 @@
 //! into the working directory by the plugin, `run-request.files` in the WIT) and the
 //! files a run created or changed, collected from its scratch directory when it ends.
 //!
-//! The caps and messages are the contract's (README "Files").
+//! The caps and messages are the contract's (docs/mcp.md, "Files").
 
 use std::collections::HashMap;
 use std::path::Path;

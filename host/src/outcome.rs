@@ -1,4 +1,4 @@
-//! What a run produced: the `run_code` result shape (README, "Tools").
+//! What a run produced: the `run_code` result shape (docs/mcp.md, "`run_code`").
 
 use std::time::Duration;
 

@@ -126,7 +126,7 @@ pub struct FileOutput {
     pub returned: bool,
 }
 
-/// How a run ended (README, "Tools").
+/// How a run ended (docs/mcp.md, "`run_code`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]

@@ -1,4 +1,4 @@
-//! How a call ended, turned into its status, exit code and error (README, "Tools").
+//! How a call ended, turned into its status, exit code and error (docs/mcp.md, "`run_code`").
 //!
 //! `completed`: the program ran to its end, whatever its exit code. `crashed`: a trap,
 //! or a runtime that could not run the program. `timeout`: the deadline passed.
@@ -33,7 +33,8 @@ pub fn cancelled_before_start() -> RunOutcome {
     }
 }
 
-/// Turns how a run ended into its status, exit code and error, per the README ("Tools").
+/// Turns how a run ended into its status, exit code and error, per docs/mcp.md
+/// ("`run_code`", "Result").
 pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Duration) -> RunOutcome {
     let (status, exit_code, error) = match ended {
         Ended::Returned(Ok(PluginReturn::Exit(Ok(code)))) => {

@@ -1,4 +1,5 @@
-//! The session lifecycle: state that carries over between calls (README, "Sessions").
+//! The session lifecycle: state that carries over between calls (docs/mcp.md,
+//! "Sessions").
 //!
 //! `create_session` makes a [`Session`]: a sandbox that lives until the session ends (its
 //! scratch directory, memory and disk budgets), and, for a plugin that keeps state
