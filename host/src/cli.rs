@@ -136,8 +136,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub output_bytes: usize,
     /// An input file placed in the program's working directory: PATH keeps its file name,
-    /// NAME=PATH places the host file PATH at NAME (a relative path). Repeat for more
-    /// (at most 100 files, 32 MiB in total).
+    /// NAME=PATH places the host file PATH at NAME (a relative path); an existing file
+    /// whose own name holds `=` is taken whole. Repeat for more (at most 100 files,
+    /// 32 MiB in total).
     #[arg(long = "file", value_name = "[NAME=]PATH")]
     pub files: Vec<String>,
     /// Write the files the program created or changed under this directory (created
@@ -259,9 +260,13 @@ pub async fn main(cli: Cli) -> Result<u8> {
 }
 
 /// `--file PATH` or `--file NAME=PATH`: the name in the sandbox and the host file's bytes.
+/// A PATH that is an existing file is never split, `=` or not.
 fn read_input_file(spec: &str) -> Result<(String, Vec<u8>)> {
-    let (name, path) = match spec.split_once('=') {
-        Some((name, path)) if !name.is_empty() => (name.to_string(), PathBuf::from(path)),
+    let named = spec
+        .split_once('=')
+        .filter(|(name, _)| !name.is_empty() && !std::path::Path::new(spec).is_file());
+    let (name, path) = match named {
+        Some((name, path)) => (name.to_string(), PathBuf::from(path)),
         _ => {
             let path = PathBuf::from(spec);
             let name = path
@@ -525,6 +530,28 @@ mod tests {
     #[test]
     fn cli_definition_is_valid() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_input_file_is_named_or_keeps_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("data.csv");
+        let with_equals = dir.path().join("a=b.csv");
+        std::fs::write(&plain, "1,2").unwrap();
+        std::fs::write(&with_equals, "3,4").unwrap();
+        let read = |spec: String| read_input_file(&spec).unwrap();
+        assert_eq!(
+            read(plain.display().to_string()),
+            ("data.csv".into(), b"1,2".to_vec())
+        );
+        assert_eq!(
+            read(format!("in/x.csv={}", plain.display())),
+            ("in/x.csv".into(), b"1,2".to_vec())
+        );
+        assert_eq!(
+            read(with_equals.display().to_string()),
+            ("a=b.csv".into(), b"3,4".to_vec())
+        );
     }
 
     #[test]
