@@ -139,9 +139,7 @@ impl Runbox {
         options: RunboxOptions,
         progress: &Progress,
     ) -> Result<Runbox, StartError> {
-        let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
-        preparer.prepare_all(progress, true)?;
-        Ok(runbox)
+        Runbox::prepared(manifest, cache, options, progress, true)
     }
 
     /// Like [`Runbox::load`], but a runtime that cannot be prepared is marked as failed
@@ -152,8 +150,19 @@ impl Runbox {
         options: RunboxOptions,
         progress: &Progress,
     ) -> Result<Runbox, StartError> {
+        Runbox::prepared(manifest, cache, options, progress, false)
+    }
+
+    /// Every runtime prepared before returning; see `Preparer::prepare_all`.
+    fn prepared(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+        progress: &Progress,
+        stop_at_error: bool,
+    ) -> Result<Runbox, StartError> {
         let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
-        let _ = preparer.prepare_all(progress, false);
+        preparer.prepare_all(progress, stop_at_error)?;
         Ok(runbox)
     }
 
