@@ -400,6 +400,12 @@ fn fs_errors_are_worded_like_node() {
         crate::engine::fs_error_message(&e, "open", "x.txt"),
         "ENOENT: no such file or directory, open 'x.txt'"
     );
+    // A full scratch directory is ENOSPC, as a full disk is to Node.js, not EIO.
+    let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+    assert_eq!(
+        crate::engine::fs_error_message(&full, "open", "big.bin"),
+        "ENOSPC: no space left on device, open 'big.bin'"
+    );
 }
 
 #[test]
