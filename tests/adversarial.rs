@@ -14,7 +14,15 @@ use std::time::{Duration, Instant};
 use common::{run, run_limited, run_with, runbox};
 use runbox::outcome::{RunOutcome, RunStatus};
 
-const RUNTIMES: &[&str] = &["python", "quickjs", "ruby", "php-cgi", "clang", "clangpp"];
+const RUNTIMES: &[&str] = &[
+    "python",
+    "quickjs",
+    "ruby",
+    "php-cgi",
+    "clang",
+    "clangpp",
+    "javascript",
+];
 
 /// A file planted on the host that no program may read or list.
 struct Canary {
@@ -135,6 +143,15 @@ fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("proc and dev", "<?php foreach (['/proc/self/environ', '/dev/mem', '/etc/hostname'] as $p) { var_dump(@file_get_contents($p)); }"),
             ("list the root and its parent", "<?php foreach (['/', '/..', '/tmp', '..'] as $d) { var_dump(@scandir($d)); }"),
             ("glob the root", "<?php var_dump(glob('/*'), glob('/../*'));"),
+        ],
+        "javascript" => vec![
+            ("absolute path", "const fs = require('fs'); const p = readStdin().trim(); try { console.log(fs.readFileSync(p, 'utf8')); } catch (e) { console.log(e.code); }"),
+            ("dot-dot walk", "const fs = require('fs'); const p = readStdin().trim(); try { console.log(fs.readFileSync('../'.repeat(12) + p.slice(1), 'utf8')); } catch (e) { console.log(e.code); }"),
+            ("copy and rename out of scratch", "const fs = require('fs'); const p = readStdin().trim(); for (const f of [() => fs.copyFileSync(p, 'c'), () => fs.renameSync(p, 'r'), () => fs.copyFileSync('../'.repeat(12) + p.slice(1), 'c')]) { try { f(); } catch (e) { console.log(e.code); } } for (const n of ['c', 'r']) { try { console.log(fs.readFileSync(n, 'utf8')); } catch (e) { console.log(e.code); } }"),
+            ("proc and dev", "const fs = require('fs'); for (const p of ['/proc/self/environ', '/dev/mem', '/etc/passwd', '/etc/hostname']) { try { console.log(fs.readFileSync(p, 'utf8')); } catch (e) { console.log(p, e.code); } }"),
+            ("list the root and its parent", "const fs = require('fs'); for (const d of ['/', '/..', '/tmp', '..']) { try { console.log(d, JSON.stringify(fs.readdirSync(d))); } catch (e) { console.log(d, e.code); } }"),
+            ("walk the whole tree", "const fs = require('fs'); const walk = (d) => { for (const n of fs.readdirSync(d)) { const p = (d === '/' ? '' : d) + '/' + n; console.log(p); try { if (fs.statSync(p).isDirectory()) walk(p); } catch (e) {} } }; walk('/');"),
+            // No "write the read-only base files" probe: javascript mounts nothing.
         ],
         "clang" | "clangpp" => vec![
             ("absolute path", "show(p); return 0; }"),
@@ -263,6 +280,7 @@ async fn network_and_host_commands_are_unreachable() {
         ("ruby", format!("begin\n  require 'socket'\n  TCPSocket.new('127.0.0.1', {tport})\n  puts 'connected'\nrescue Exception => e\n  puts e.class\nend\nbegin\n  puts `id`\nrescue Exception => e\n  puts e.class\nend\nbegin\n  p system('id')\nrescue Exception => e\n  puts e.class\nend")),
         ("clang", "#include <stdio.h>\n#include <stdlib.h>\nint main(void) { FILE *p = popen(\"id\", \"r\"); printf(\"%p %d\\n\", (void *)p, system(\"id\")); return 0; }".to_string()),
         ("clang", format!("#include <sys/socket.h>\n#include <netinet/in.h>\n#include <stdio.h>\nint main(void) {{ int s = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = {{0}}; a.sin_family = AF_INET; a.sin_port = htons({tport}); a.sin_addr.s_addr = htonl(0x7f000001); printf(\"%d %d\\n\", s, connect(s, (struct sockaddr *)&a, sizeof a)); return 0; }}")),
+        ("javascript", "for (const m of ['net', 'http', 'https', 'dgram', 'child_process']) { try { require(m); console.log('loaded ' + m); } catch (e) { console.log(m, e.name); } }\nconsole.log(typeof fetch, typeof WebSocket, typeof XMLHttpRequest);".to_string()),
         ("php-cgi", format!("<?php var_dump(@fsockopen('127.0.0.1', {tport}), @file_get_contents('http://127.0.0.1:{tport}/'), @fsockopen('udp://127.0.0.1', {uport}), function_exists('shell_exec') ? @shell_exec('id') : 'no shell_exec', function_exists('exec') ? @exec('id') : 'no exec', @gethostbyname('localhost'));")),
     ];
     for (runtime, code) in cases {
@@ -273,7 +291,9 @@ async fn network_and_host_commands_are_unreachable() {
             "{runtime}: network probe hung: {out:?}"
         );
         assert!(
-            !out.tty.contains("connected") && !out.tty.contains("fetched"),
+            !out.tty.contains("connected")
+                && !out.tty.contains("fetched")
+                && !out.tty.contains("loaded "),
             "{runtime}: {out:?}"
         );
         assert!(
@@ -305,6 +325,7 @@ async fn the_environment_reveals_nothing_of_the_host() {
         ("ruby", "puts ENV.to_h.inspect, Dir.pwd, $0, ARGV.inspect, $PROGRAM_NAME"),
         ("php-cgi", "<?php var_dump(getenv(), $_SERVER, getcwd(), php_uname(), $argv ?? null);"),
         ("clang", "#include <stdio.h>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) puts(*e); char cwd[512]; puts(getcwd(cwd, sizeof cwd) ? cwd : \"no cwd\"); for (int i = 0; i < argc; i++) puts(argv[i]); return 0; }"),
+        ("javascript", "console.log(JSON.stringify(process.env), JSON.stringify(process.argv), typeof process.cwd === 'function' ? process.cwd() : 'no cwd');"),
         ("clangpp", "#include <cstdio>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) std::puts(*e); for (int i = 0; i < argc; i++) std::puts(argv[i]); return 0; }"),
     ];
     for (runtime, code) in cases {
@@ -358,6 +379,12 @@ fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("catastrophic regex", "<?php ini_set('pcre.backtrack_limit', '1000000000'); ini_set('pcre.jit', '0'); while (true) { preg_match('/(a+)+$/', str_repeat('a', 64) . 'b'); }"),
             ("sleep", "<?php sleep(100); while (true) {}"),
             ("set_time_limit cannot lift it", "<?php set_time_limit(0); ignore_user_abort(true); while (true) {}"),
+        ],
+        "javascript" => vec![
+            ("loop in an exception handler", "for (;;) { try { throw new Error('x'); } catch (e) {} }"),
+            ("catastrophic regex", "for (;;) /(a+)+$/.test('a'.repeat(64) + 'b');"),
+            ("timer that never ends", "setTimeout(function f() { setTimeout(f, 0); }, 0);"),
+            ("promise loop", "(async () => { for (;;) await null; })();"),
         ],
         "clang" => vec![
             ("busy loop", "int main(void) { volatile unsigned long n = 0; for (;;) n++; }"),
@@ -424,6 +451,12 @@ fn memory_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("many small allocations", "<?php $a = []; while (true) { $a[] = [1, 2, 3]; }"),
             ("deep recursion", "<?php function f($n) { return f($n + 1) + 1; } f(0);"),
         ],
+        "javascript" => vec![
+            ("huge single allocation", "new ArrayBuffer(2 ** 40);"),
+            ("many small allocations", "const a = []; for (;;) a.push({x: [1, 2, 3]});"),
+            ("deep recursion", "function f(n) { return f(n + 1) + 1; } f(0);"),
+            ("deep JSON nesting", "JSON.parse('['.repeat(1000000) + ']'.repeat(1000000));"),
+        ],
         "clang" | "clangpp" => vec![
             ("huge single allocation", "#include <stdlib.h>\n#include <stdio.h>\nint main(void) { void *volatile p = malloc((size_t)1 << 31); if (!p) { puts(\"no memory\"); return 1; } return 0; }"),
             ("many small allocations", "#include <stdlib.h>\n#include <string.h>\nint main(void) { for (;;) { char *volatile p = (char *)malloc(4096); if (!p) return 2; memset(p, 1, 4096); } }"),
@@ -483,6 +516,10 @@ fn output_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("stderr flood", "<?php $e = fopen('php://stderr', 'w'); if (!$e) { while (true) { error_log(str_repeat('e', 65536)); } } while (true) { fwrite($e, str_repeat('e', 65536)); }"),
             ("one giant line", "<?php while (true) { echo str_repeat('y', 1000); }"),
         ],
+        "javascript" => vec![
+            ("stderr flood", "const s = 'e'.repeat(65536); for (;;) console.error(s);"),
+            ("one giant line", "for (;;) process.stdout.write('y'.repeat(1000));"),
+        ],
         "clang" | "clangpp" => vec![
             ("stdout flood", "#include <stdio.h>\n#include <string.h>\nint main(void) { static char b[65536]; memset(b, 'x', sizeof b); for (;;) fwrite(b, 1, sizeof b, stdout); }"),
             ("stderr flood", "#include <stdio.h>\nint main(void) { for (;;) fputs(\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\", stderr); }"),
@@ -526,6 +563,7 @@ async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
         ("quickjs", "for (let n = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
         ("ruby", "n = 0\nloop do\n  t = Time.now\n  while Time.now - t < 0.1; end\n  puts \"tick #{n}\"\n  n += 1\nend"),
         ("php-cgi", "<?php for ($n = 0; ; $n++) { $t = microtime(true); while (microtime(true) - $t < 0.1); echo \"tick $n\\n\"; flush(); }"),
+        ("javascript", "for (let n = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
         ("clang", "#include <stdio.h>\n#include <time.h>\nint main(void) { for (int n = 0; ; n++) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do clock_gettime(CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 100000000L); printf(\"tick %d\\n\", n); fflush(stdout); } }"),
     ];
     for (runtime, code) in cases {
