@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const LOCK_FILE: &str = ".lock";
 /// How every process's directory name starts.
 const PROCESS_DIR_PREFIX: &str = "runbox-scratch-";
+/// A process's directory while it is being made, before its lock is held: never taken
+/// for a dead process's (removed only when it is old debris of a killed start).
+const STAGING_PREFIX: &str = "runbox-starting-";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot use the scratch directory {path}: {source}")]
@@ -45,16 +48,29 @@ impl ScratchRoot {
             .create(base)
             .map_err(err(base))?;
         remove_stale(base);
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{PROCESS_DIR_PREFIX}{}-", std::process::id()))
+        // Made under a staging name, locked, then renamed: a directory with the process
+        // prefix is locked from the moment it has that name, so another server starting
+        // at the same time never takes it for a dead one (the lock, on the file, survives
+        // the rename).
+        let pid = std::process::id();
+        let staging = tempfile::Builder::new()
+            .prefix(&format!("{STAGING_PREFIX}{pid}-"))
             .tempdir_in(base)
             .map_err(err(base))?
             .keep();
-        let lock = File::create(dir.join(LOCK_FILE)).map_err(err(&dir))?;
+        let lock = File::create(staging.join(LOCK_FILE)).map_err(err(&staging))?;
         lock.try_lock().map_err(|e| ScratchError {
-            path: dir.clone(),
+            path: staging.clone(),
             source: std::io::Error::other(e.to_string()),
         })?;
+        let unique = staging
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+            .unwrap_or_default()
+            .to_string();
+        let dir = base.join(format!("{PROCESS_DIR_PREFIX}{unique}"));
+        fs::rename(&staging, &dir).map_err(err(&dir))?;
         Ok(ScratchRoot { dir, _lock: lock })
     }
 
@@ -119,11 +135,19 @@ fn remove_stale(base: &Path) {
     };
     for entry in entries.filter_map(Result::ok) {
         let dir = entry.path();
-        let ours = entry
-            .file_name()
-            .to_str()
-            .is_some_and(|name| name.starts_with(PROCESS_DIR_PREFIX));
-        if !ours || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or_default();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if name.starts_with(STAGING_PREFIX) {
+            // A start under way, or one killed before its directory got its name.
+            if !is_recent(&dir) {
+                let _ = fs::remove_dir_all(&dir);
+            }
+            continue;
+        }
+        if !name.starts_with(PROCESS_DIR_PREFIX) {
             continue;
         }
         let alive = match File::open(dir.join(LOCK_FILE)) {
@@ -176,6 +200,26 @@ mod tests {
         drop(live);
         assert!(!live_dir.exists(), "a clean stop removes its directory");
         assert!(other.path().exists());
+    }
+
+    #[test]
+    fn servers_starting_at_once_never_take_each_other_for_dead() {
+        let base = tempfile::tempdir().unwrap();
+        // Threads lock like processes (a lock belongs to an open file, not a process).
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let base = base.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let root = ScratchRoot::open(&base).expect("open while others do");
+                        assert!(root.path().join(LOCK_FILE).exists());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     #[test]
