@@ -11,18 +11,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{run, run_limited, run_with, runbox};
+use common::{run, run_limited, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
 use runbox::outcome::{RunOutcome, RunStatus};
-
-const RUNTIMES: &[&str] = &[
-    "python",
-    "quickjs",
-    "ruby",
-    "php-cgi",
-    "clang",
-    "clangpp",
-    "javascript",
-];
 
 /// A file planted on the host that no program may read or list.
 struct Canary {

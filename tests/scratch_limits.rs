@@ -7,18 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{run, run_with, runbox};
+use common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
 use runbox::outcome::{RunOutcome, RunStatus};
-
-const RUNTIMES: &[&str] = &[
-    "python",
-    "quickjs",
-    "ruby",
-    "php-cgi",
-    "clang",
-    "clangpp",
-    "javascript",
-];
 
 /// What each runtime's C library says for ENOSPC.
 const NO_SPACE: &str = "No space left on device";

@@ -15,6 +15,19 @@ use runbox::outcome::RunOutcome;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
+/// The runtimes the adversarial and scratch-limit suites attack: every default runtime
+/// but `sqlite`, whose programs are SQL for a shell that runs on CPython (the
+/// conformance suite's guarantee checks cover it).
+pub const ATTACKED_RUNTIMES: &[&str] = &[
+    "python",
+    "quickjs",
+    "ruby",
+    "php-cgi",
+    "clang",
+    "clangpp",
+    "javascript",
+];
+
 /// The cache the tests share, so artifacts are fetched and compiled once.
 pub fn cache_dir() -> PathBuf {
     match std::env::var_os("RUNBOX_CACHE_DIR") {
