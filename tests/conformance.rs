@@ -101,6 +101,17 @@ fn native_component_starting(
     hex::encode(Sha256::digest(&component))
 }
 
+/// A plugins.toml entry `name` for the native component `wasm` (in the plugins file's
+/// directory) with its sha256, and one `hello` sample that prints `hello_stdout`.
+fn wat_entry(name: &str, wasm: &str, sha: &str, hello_stdout: &str) -> String {
+    let stdout = hello_stdout.replace('\n', "\\n");
+    format!(
+        "[plugins.{name}]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
+         adapter = {{ path = \"{wasm}\", sha256 = \"{sha}\" }}\n\
+         [[plugins.{name}.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"{stdout}\"\n"
+    )
+}
+
 /// A plugins.toml holding `entries`, in `dir`; runs the suite with it.
 fn suite_with(dir: &Path, entries: &str) -> Output {
     let file = dir.join("plugins.toml");
@@ -151,11 +162,7 @@ fn a_describe_that_disagrees_with_its_entry_fails() {
     );
     let out = suite_with(
         dir.path(),
-        &format!(
-            "[plugins.honest-name]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
-             adapter = {{ path = \"wrong.wasm\", sha256 = \"{sha}\" }}\n\
-             [[plugins.honest-name.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"\"\n"
-        ),
+        &wat_entry("honest-name", "wrong.wasm", &sha, ""),
     );
     expect_failures(
         &out,
@@ -173,14 +180,7 @@ fn a_component_that_traps_at_start_fails_every_check_that_calls_it() {
     common::runbox();
     let dir = tempfile::tempdir().unwrap();
     let sha = native_component(dir.path(), "trap", "unreachable", "unreachable");
-    let out = suite_with(
-        dir.path(),
-        &format!(
-            "[plugins.trapper]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
-             adapter = {{ path = \"trap.wasm\", sha256 = \"{sha}\" }}\n\
-             [[plugins.trapper.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"hi\\n\"\n"
-        ),
-    );
+    let out = suite_with(dir.path(), &wat_entry("trapper", "trap.wasm", &sha, "hi\n"));
     expect_failures(
         &out,
         &[
@@ -203,11 +203,7 @@ fn a_component_that_traps_while_instantiated_fails_every_check_that_calls_it() {
     );
     let out = suite_with(
         dir.path(),
-        &format!(
-            "[plugins.boot-trapper]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
-             adapter = {{ path = \"boot-trap.wasm\", sha256 = \"{sha}\" }}\n\
-             [[plugins.boot-trapper.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"\"\n"
-        ),
+        &wat_entry("boot-trapper", "boot-trap.wasm", &sha, ""),
     );
     expect_failures(
         &out,
@@ -232,11 +228,7 @@ fn a_plugin_that_cannot_be_loaded_fails_and_the_others_are_still_checked() {
     let junk = b"not a wasm component";
     std::fs::write(dir.path().join("junk.wasm"), junk).unwrap();
     let sha = hex::encode(Sha256::digest(junk));
-    let broken = format!(
-        "[plugins.junk]\nlanguage = \"WAT\"\nversion = \"v1\"\nextension = \"txt\"\n\
-         adapter = {{ path = \"junk.wasm\", sha256 = \"{sha}\" }}\n\
-         [[plugins.junk.samples]]\nname = \"hello\"\ncode = \"\"\nstdout = \"\"\n\n"
-    );
+    let broken = wat_entry("junk", "junk.wasm", &sha, "") + "\n";
     let good = quickjs_entry(
         "js-beside",
         "[[plugins.js-beside.samples]]\nname = \"hello\"\ncode = \"console.log('hello, world')\"\nstdout = \"hello, world\\n\"\n",
