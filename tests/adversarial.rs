@@ -52,9 +52,9 @@ fn assert_nothing_leaked(what: &str, out: &RunOutcome) {
     let c = canary();
     let all = format!(
         "{}{}{}{}",
-        out.tty,
-        out.stdout,
-        out.stderr,
+        out.tty(),
+        out.stdout(),
+        out.stderr(),
         out.error.clone().unwrap_or_default()
     );
     assert!(
@@ -178,12 +178,12 @@ async fn filesystem_escapes_fail_in_every_runtime() {
                     out.exit_code,
                     Some(0),
                     "{runtime} {what} did not build: {}",
-                    out.tty
+                    out.tty()
                 );
             }
             assert_nothing_leaked(&format!("{runtime} {what}"), &out);
             if what == "write the read-only base files" {
-                assert!(!out.stdout.contains("wrote"), "{runtime} {what}: {out:?}");
+                assert!(!out.stdout().contains("wrote"), "{runtime} {what}: {out:?}");
             }
         }
     }
@@ -209,9 +209,9 @@ async fn base_files_stay_unchanged() {
         let out = run(runtime, code).await;
         // Every attempt is refused (and said so), and the program goes on to the end.
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
-        assert!(out.stdout.trim().ends_with("done"), "{runtime}: {out:?}");
+        assert!(out.stdout().trim().ends_with("done"), "{runtime}: {out:?}");
         for done in ["wrote", "removed", "renamed"] {
-            assert!(!out.stdout.contains(done), "{runtime}: {out:?}");
+            assert!(!out.stdout().contains(done), "{runtime}: {out:?}");
         }
     }
     assert_eq!(tree_digest(&mounts), before, "a mounted base file changed");
@@ -281,13 +281,13 @@ async fn network_and_host_commands_are_unreachable() {
             "{runtime}: network probe hung: {out:?}"
         );
         assert!(
-            !out.tty.contains("connected")
-                && !out.tty.contains("fetched")
-                && !out.tty.contains("loaded "),
+            !out.tty().contains("connected")
+                && !out.tty().contains("fetched")
+                && !out.tty().contains("loaded "),
             "{runtime}: {out:?}"
         );
         assert!(
-            !out.tty.contains("uid="),
+            !out.tty().contains("uid="),
             "{runtime}: ran a host command: {out:?}"
         );
         assert!(
@@ -324,9 +324,9 @@ async fn the_environment_reveals_nothing_of_the_host() {
         for (what, value) in [("cwd", &host_cwd), ("hostname", &host_name)] {
             if value.len() > 3 {
                 assert!(
-                    !out.tty.contains(value.as_str()),
+                    !out.tty().contains(value.as_str()),
                     "{runtime}: host {what} {value:?} visible: {}",
-                    out.tty
+                    out.tty()
                 );
             }
         }
@@ -334,9 +334,9 @@ async fn the_environment_reveals_nothing_of_the_host() {
             // Long values only: short ones ("1", "C.UTF-8") appear by chance.
             if value.len() >= 12 {
                 assert!(
-                    !out.tty.contains(&value),
+                    !out.tty().contains(&value),
                     "{runtime}: host variable {key} visible: {}",
-                    out.tty
+                    out.tty()
                 );
             }
         }
@@ -471,7 +471,7 @@ async fn memory_attacks_end_cleanly_and_the_host_survives() {
         }
         let again = run(runtime, hello_45(runtime)).await;
         assert_eq!(
-            again.stdout, "45\n",
+            again.stdout(), "45\n",
             "{runtime} after memory attacks: {again:?}"
         );
     }
@@ -538,10 +538,10 @@ async fn output_attacks_are_capped() {
             );
             assert!(out.truncated, "{runtime} {what}");
             assert!(
-                out.stdout.len() <= cap && out.stderr.len() <= cap,
+                out.stdout().len() <= cap && out.stderr().len() <= cap,
                 "{runtime} {what}"
             );
-            assert!(out.tty.len() <= 2 * cap, "{runtime} {what}");
+            assert!(out.tty().len() <= 2 * cap, "{runtime} {what}");
         }
     }
 }
@@ -560,7 +560,7 @@ async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
         let out = run_with(runtime, code, None, Some(Duration::from_millis(1500))).await;
         assert_eq!(out.status, RunStatus::Timeout, "{runtime}: {out:?}");
         assert!(
-            out.stdout.contains("tick 3"),
+            out.stdout().contains("tick 3"),
             "{runtime}: output before the deadline lost: {out:?}"
         );
     }
@@ -578,10 +578,10 @@ async fn invalid_utf8_output_is_replaced_not_fatal() {
     for (runtime, code) in cases {
         let out = run(runtime, code).await;
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
-        assert!(out.stdout.starts_with("ok "), "{runtime}: {out:?}");
-        assert!(out.stdout.contains('\u{FFFD}'), "{runtime}: {out:?}");
+        assert!(out.stdout().starts_with("ok "), "{runtime}: {out:?}");
+        assert!(out.stdout().contains('\u{FFFD}'), "{runtime}: {out:?}");
         // The raw bytes are kept for a terminal.
-        assert!(out.raw.stdout.contains(&0xff), "{runtime}");
+        assert!(out.output.stdout.contains(&0xff), "{runtime}");
     }
 }
 
@@ -605,10 +605,10 @@ async fn concurrent_runs_do_not_see_each_other() {
         };
         let out = run(runtime, code).await;
         assert!(
-            !out.stdout.contains("shared.txt") && !out.stdout.contains("true"),
+            !out.stdout().contains("shared.txt") && !out.stdout().contains("true"),
             "{runtime}: {out:?}"
         );
     }
     let w = writer.await.unwrap();
-    assert_eq!(w.stdout, "secret\n", "{w:?}");
+    assert_eq!(w.stdout(), "secret\n", "{w:?}");
 }

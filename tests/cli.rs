@@ -98,7 +98,8 @@ fn input_files_in_and_output_files_out() {
          print(total, open('in/notes.txt').read())\nopen('sum.txt', 'w').write(str(total))\n\
          import os\nos.makedirs('deep/er')\nopen('deep/er/x.bin', 'wb').write(bytes(3))",
     );
-    assert_eq!(text(&out.stdout), "3 x\n", "{}", text(&out.stderr));
+    // The last line's value (the bytes written) is shown, as in the Python REPL.
+    assert_eq!(text(&out.stdout), "3 x\n3\n", "{}", text(&out.stderr));
     assert_eq!(
         std::fs::read_to_string(out_dir.join("sum.txt")).unwrap(),
         "3"

@@ -49,6 +49,7 @@ async fn run_c(rb: &Runbox, code: &str, timeout: Duration) -> RunOutcome {
             limits: LimitOverrides {
                 timeout: Some(timeout),
                 memory_bytes: None,
+                max_timeout: None,
             },
             ..RunRequest::default()
         },

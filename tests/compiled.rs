@@ -22,7 +22,7 @@ async fn run(runtime: &str, code: &str) -> RunOutcome {
 fn assert_output(out: &RunOutcome, exit_code: i32, stdout: &str) {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(out.exit_code, Some(exit_code), "{out:?}");
-    assert_eq!(out.stdout, stdout, "{out:?}");
+    assert_eq!(out.stdout(), stdout, "{out:?}");
 }
 
 const C_HELLO: &str = r#"#include <stdio.h>
@@ -113,6 +113,7 @@ int main(int argc, char **argv) {
                 limits: LimitOverrides {
                     timeout: Some(DEADLINE),
                     memory_bytes: None,
+                    max_timeout: None,
                 },
                 ..RunRequest::default()
             },
@@ -136,8 +137,8 @@ async fn exit_code_3_is_kept() {
 fn assert_compile_error(out: &RunOutcome, file: &str, message: &str) {
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_ne!(out.exit_code, Some(0), "{out:?}");
-    assert_eq!(out.stdout, "", "{out:?}");
-    for text in [&out.stderr, &out.tty] {
+    assert_eq!(out.stdout(), "", "{out:?}");
+    for text in [out.stderr().into_owned(), out.tty()] {
         assert!(text.contains(&format!("{file}:")), "{out:?}");
         assert!(text.contains("error:"), "{out:?}");
         assert!(text.contains(message), "{out:?}");
@@ -169,7 +170,7 @@ async fn link_errors_are_diagnostics_too() {
     let out = run("clang", c).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_ne!(out.exit_code, Some(0), "{out:?}");
-    assert!(out.stderr.contains("undefined symbol: missing"), "{out:?}");
+    assert!(out.stderr().contains("undefined symbol: missing"), "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,17 +179,17 @@ async fn warnings_show_and_the_program_still_runs() {
     let out = run("clang", c).await;
     assert_output(&out, 0, "7\n");
     assert!(
-        out.stderr
+        out.stderr()
             .contains("main.c:4:9: warning: unused variable 'unused'"),
         "{out:?}"
     );
-    assert!(!out.tty.contains("\x1b["), "{out:?}");
+    assert!(!out.tty().contains("\x1b["), "{out:?}");
 
     let cpp = "#include <cstdio>\n\nint main() {\n    int x = 0;\n    if (x = 5) std::puts(\"five\");\n}\n";
     let out = run("clangpp", cpp).await;
     assert_output(&out, 0, "five\n");
     assert!(
-        out.stderr
+        out.stderr()
             .contains("main.cpp:5:11: warning: using the result of an assignment as a condition"),
         "{out:?}"
     );
@@ -204,7 +205,7 @@ async fn abort_is_a_crash_or_a_failure() {
         _ => false,
     };
     assert!(failed, "{out:?}");
-    assert_eq!(out.stdout, "before\n", "{out:?}");
+    assert_eq!(out.stdout(), "before\n", "{out:?}");
 
     // With exceptions off, libc++ aborts where it would throw.
     let cpp =
@@ -333,9 +334,9 @@ int main(void) {
     assert!(stopped_by_cap, "{out:?}");
     // The cap is the run's (512 MiB by default), not wasm32's 4 GiB.
     if out.status == RunStatus::Completed {
-        assert!(out.stderr.contains("malloc failed after"), "{out:?}");
+        assert!(out.stderr().contains("malloc failed after"), "{out:?}");
         let mib: usize = out
-            .stderr
+            .stderr()
             .split_whitespace()
             .nth(3)
             .unwrap()
@@ -363,8 +364,8 @@ async fn host_files_cannot_be_included() {
         let out = run(runtime, code).await;
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
         assert_ne!(out.exit_code, Some(0), "{runtime}: {out:?}");
-        assert!(out.stderr.contains("fatal error:"), "{runtime}: {out:?}");
-        assert!(!out.tty.contains("root:"), "{runtime}: {out:?}");
+        assert!(out.stderr().contains("fatal error:"), "{runtime}: {out:?}");
+        assert!(!out.tty().contains("root:"), "{runtime}: {out:?}");
     }
     // Nor read at run time.
     let c = "#include <stdio.h>\nint main(void) {\n    FILE *f = fopen(\"/etc/passwd\", \"r\");\n    puts(f ? \"opened\" : \"no such file\");\n    return 0;\n}\n";

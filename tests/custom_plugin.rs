@@ -130,6 +130,7 @@ async fn run(rb: &Runbox, name: &str) -> RunOutcome {
             limits: LimitOverrides {
                 timeout: Some(Duration::from_secs(10)),
                 memory_bytes: Some(64 << 20),
+                max_timeout: None,
             },
             ..RunRequest::default()
         },
@@ -158,7 +159,7 @@ async fn engine_limits_and_traps_in_a_local_plugin() {
         (RunStatus::Completed, Some(0)),
         "{out:?}"
     );
-    assert_eq!(out.stdout, "hello from wat\n");
+    assert_eq!(out.stdout(), "hello from wat\n");
 
     // Real exit codes survive the preview1 adapter.
     let out = run(&rb, "exit-7").await;
@@ -225,5 +226,5 @@ async fn engine_limits_and_traps_in_a_local_plugin() {
 
     // The host is fine afterwards.
     let out = run(&rb, "hello").await;
-    assert_eq!(out.stdout, "hello from wat\n");
+    assert_eq!(out.stdout(), "hello from wat\n");
 }

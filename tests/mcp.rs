@@ -135,13 +135,21 @@ fn runtimes_json() -> String {
     Value::Array(runtimes).to_string()
 }
 
-/// Runs `tests/mcp_client/SCRIPT SCENARIO` against the binary.
+/// Runs `tests/mcp_client/SCRIPT SCENARIO` against the binary, with the SDK's default
+/// `Client` (2026-07-28).
 fn scenario(script: &str, scenario: &str) {
-    scenario_with(script, &[scenario]);
+    scenario_with(script, &[scenario], "auto");
 }
 
-/// Runs `tests/mcp_client/SCRIPT ARGS…` against the binary.
-fn scenario_with(script: &str, args: &[&str]) {
+/// Runs `tests/mcp_client/SCRIPT SCENARIO` with the SDK's handshake-era
+/// `ClientSession.initialize()`.
+fn legacy_scenario(script: &str, scenario: &str) {
+    scenario_with(script, &[scenario], "legacy");
+}
+
+/// Runs `tests/mcp_client/SCRIPT ARGS…` against the binary with `client` (`auto`: the
+/// SDK's `Client`; `legacy`: `ClientSession.initialize()`).
+fn scenario_with(script: &str, args: &[&str], client: &str) {
     let scenario = args.join(" ");
     // Fetch and compile the runtimes first, so the binary finds them cached.
     common::runbox();
@@ -153,6 +161,7 @@ fn scenario_with(script: &str, args: &[&str]) {
         .env("RUNBOX_BIN", env!("CARGO_BIN_EXE_runbox"))
         .env("RUNBOX_CACHE_DIR", common::cache_dir())
         .env("RUNBOX_TEST_RUNTIMES", runtimes_json())
+        .env("RUNBOX_TEST_CLIENT", client)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("start the Python client");
@@ -160,7 +169,7 @@ fn scenario_with(script: &str, args: &[&str]) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "{script} {scenario} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+        "{script} {scenario} ({client} client) failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
         out.status
     );
     print!("{stdout}");
@@ -198,6 +207,11 @@ fn typescript_sdk_validates_the_schemas_strictly() {
 #[test]
 fn sdk_stdio_run_code_in_every_runtime() {
     scenario("over_stdio.py", "every_runtime");
+}
+
+#[test]
+fn sdk_stdio_run_code_in_every_runtime_with_the_handshake() {
+    legacy_scenario("over_stdio.py", "every_runtime");
 }
 
 #[test]
@@ -250,14 +264,22 @@ fn sdk_long_runs_send_progress() {
     scenario("data_work.py", "progress");
 }
 
-/// One test per sessions scenario and transport.
+/// One test per sessions scenario, transport and client: the SDK's default `Client`
+/// (2026-07-28, which sends `Mcp-Param-Session` over HTTP) and its handshake-era
+/// `ClientSession`.
 macro_rules! session_scenarios {
     ($($name:ident),* $(,)?) => {
         mod sessions_over_stdio {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)]); })*
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)], "auto"); })*
         }
         mod sessions_over_http {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)]); })*
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)], "auto"); })*
+        }
+        mod sessions_over_stdio_handshake {
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)], "legacy"); })*
+        }
+        mod sessions_over_http_handshake {
+            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)], "legacy"); })*
         }
     };
 }
@@ -275,9 +297,50 @@ session_scenarios!(
     cleanup,
 );
 
+/// One test per results scenario and transport, with the SDK's default `Client`.
+macro_rules! result_scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod results_over_stdio {
+            $(#[test] fn $name() { super::scenario_with("results.py", &["stdio", stringify!($name)], "auto"); })*
+        }
+        mod results_over_http {
+            $(#[test] fn $name() { super::scenario_with("results.py", &["http", stringify!($name)], "auto"); })*
+        }
+    };
+}
+
+result_scenarios!(
+    long_output,
+    flood,
+    small_output,
+    both_streams,
+    big_file,
+    odd_names,
+    control_characters,
+    gone,
+);
+
+/// Handshake-era clients over HTTP read big links too (runbox answers their
+/// `resources/read` as one JSON body, not one server-sent event past their 1 MiB cap).
+#[test]
+fn results_over_http_with_the_handshake_read_big_links() {
+    scenario_with("results.py", &["http", "big_file"], "legacy");
+    scenario_with("results.py", &["http", "long_output"], "legacy");
+}
+
+#[test]
+fn results_over_stdio_with_the_handshake_read_big_links() {
+    scenario_with("results.py", &["stdio", "big_file"], "legacy");
+}
+
 #[test]
 fn sdk_http_basic_calls() {
     scenario("over_http.py", "basics");
+}
+
+#[test]
+fn sdk_http_basic_calls_with_the_handshake() {
+    legacy_scenario("over_http.py", "basics");
 }
 
 #[test]
@@ -644,7 +707,8 @@ async fn in_process_run_code() {
         RunCodeOutput {
             status: Status::Completed,
             exit_code: Some(2),
-            tty: "SHOUT\n".into(),
+            // Only stdout wrote: `tty` would repeat it.
+            tty: None,
             stdout: "SHOUT\n".into(),
             stderr: String::new(),
             error: None,
@@ -652,6 +716,7 @@ async fn in_process_run_code() {
             duration_ms: out.duration_ms,
             files: Vec::new(),
             session_id: None,
+            output_uri: None,
         }
     );
     assert_eq!(text(&result), out.to_text());

@@ -90,11 +90,11 @@ async fn every_sample_in_plugins_toml_gives_its_expected_output() {
             assert_eq!(out.status, RunStatus::Completed, "{what}");
             assert_eq!(out.exit_code, Some(sample.exit_code), "{what}");
             if let Some(stdout) = &sample.stdout {
-                assert_eq!(&out.stdout, stdout, "{what}");
+                assert_eq!(&out.stdout(), stdout, "{what}");
             }
             if let Some(needle) = &sample.stderr_contains {
-                assert!(out.stderr.contains(needle.as_str()), "{what}");
-                assert!(out.tty.contains(needle.as_str()), "{what}");
+                assert!(out.stderr().contains(needle.as_str()), "{what}");
+                assert!(out.tty().contains(needle.as_str()), "{what}");
             }
             checked += 1;
         }
@@ -107,7 +107,7 @@ async fn sum_of_range_prints_45_everywhere() {
     for p in PROBES {
         let out = run(p.runtime, p.sum).await;
         assert_eq!(out.status, RunStatus::Completed, "{}: {out:?}", p.runtime);
-        assert_eq!(out.stdout, "45\n", "{}: {out:?}", p.runtime);
+        assert_eq!(out.stdout(), "45\n", "{}: {out:?}", p.runtime);
     }
 }
 
@@ -153,13 +153,13 @@ async fn memory_bombs_are_stopped_by_the_cap_and_the_host_survives() {
             RunStatus::Terminated => out.error.as_deref().unwrap_or("").contains("memory"),
             // PHP's own memory_limit fatal error ends in a trap in this build (its
             // bailout cannot unwind); the message still reaches the user.
-            RunStatus::Crashed => out.tty.contains("Allowed memory size"),
+            RunStatus::Crashed => out.tty().contains("Allowed memory size"),
             RunStatus::Timeout => false,
         };
         assert!(stopped_by_cap, "{}: {out:?}", p.runtime);
         // The host is unharmed: the next run works.
         let again = run(p.runtime, p.sum).await;
-        assert_eq!(again.stdout, "45\n", "{}: {again:?}", p.runtime);
+        assert_eq!(again.stdout(), "45\n", "{}: {again:?}", p.runtime);
     }
 }
 
@@ -184,16 +184,16 @@ async fn output_floods_are_truncated_quickly() {
             out.error
         );
         assert!(
-            out.stdout.len() <= cap,
+            out.stdout().len() <= cap,
             "{}: {}",
             p.runtime,
-            out.stdout.len()
+            out.stdout().len()
         );
         assert!(
-            out.stdout.len() >= cap / 2,
+            out.stdout().len() >= cap / 2,
             "{}: kept only {}",
             p.runtime,
-            out.stdout.len()
+            out.stdout().len()
         );
         assert!(
             took < Duration::from_secs(5),
@@ -207,10 +207,10 @@ async fn output_floods_are_truncated_quickly() {
 async fn host_files_are_unreadable() {
     for p in PROBES {
         let out = run(p.runtime, p.read_passwd).await;
-        assert!(!out.tty.contains("root:"), "{}: {out:?}", p.runtime);
+        assert!(!out.tty().contains("root:"), "{}: {out:?}", p.runtime);
         // The read failed visibly: an error naming the missing file, or QuickJS's null.
         assert!(
-            out.tty.contains("No such file") || out.stdout.trim() == "null",
+            out.tty().contains("No such file") || out.stdout().trim() == "null",
             "{}: {out:?}",
             p.runtime
         );
@@ -229,7 +229,7 @@ async fn files_written_in_one_run_are_gone_in_the_next() {
         );
         assert_eq!(write.exit_code, Some(0), "{}: {write:?}", p.runtime);
         let check = run(p.runtime, p.check_file).await;
-        assert_eq!(check.stdout.trim(), "false", "{}: {check:?}", p.runtime);
+        assert_eq!(check.stdout().trim(), "false", "{}: {check:?}", p.runtime);
     }
 }
 
@@ -245,7 +245,7 @@ async fn eight_runs_at_once_are_all_correct() {
     for t in tasks {
         let (runtime, out) = t.await.unwrap();
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
-        assert_eq!(out.stdout, "45\n", "{runtime}: {out:?}");
+        assert_eq!(out.stdout(), "45\n", "{runtime}: {out:?}");
     }
 }
 
@@ -289,12 +289,13 @@ async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> Str
         limits: LimitOverrides {
             timeout: None,
             memory_bytes,
+            max_timeout: None,
         },
         ..Default::default()
     };
     let out = runbox.run(request, CancellationToken::new()).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    out.stdout
+    out.stdout().into_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

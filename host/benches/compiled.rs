@@ -71,7 +71,7 @@ fn main() {
                 .expect("run");
             let took = started.elapsed();
             assert!(
-                out.status == RunStatus::Completed && out.stdout == *expected,
+                out.status == RunStatus::Completed && out.stdout() == *expected,
                 "{name}: {out:?}"
             );
             took

@@ -81,6 +81,7 @@ fn main() {
                 limits: LimitOverrides {
                     timeout: Some(Duration::from_secs(60)),
                     memory_bytes: None,
+                    max_timeout: None,
                 },
                 ..RunRequest::default()
             };

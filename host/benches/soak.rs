@@ -78,6 +78,7 @@ async fn run_one(rb: &Runbox, i: usize) -> RunStatus {
         limits: LimitOverrides {
             timeout: Some(Duration::from_secs_f64(secs)),
             memory_bytes: Some(128 << 20),
+            max_timeout: None,
         },
         ..RunRequest::default()
     };

@@ -179,7 +179,7 @@ async fn run_in_process(runbox: &Runbox, runtime: &str, code: &str, expected: &s
         )
         .await
         .expect("run");
-    assert_eq!(outcome.stdout, expected, "{runtime}: {outcome:?}");
+    assert_eq!(outcome.stdout(), expected, "{runtime}: {outcome:?}");
 }
 
 fn rounds_for(runtime: &str, rounds: usize) -> usize {

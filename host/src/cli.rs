@@ -381,11 +381,9 @@ async fn run(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
                 files,
                 // A terminal has no message size to protect: every file the run's scratch
                 // cap let it write comes back.
-                return_caps: ReturnCaps {
-                    file_bytes: u64::MAX,
-                    total_bytes: u64::MAX,
-                },
+                return_caps: ReturnCaps::everything(),
                 session_id: None,
+                ..RunRequest::default()
             },
             cancel,
         )
@@ -510,7 +508,7 @@ fn runtimes(global: &GlobalArgs) -> Result<()> {
 /// stream and in the order it was written.
 pub fn replay_as_terminal(outcome: &RunOutcome) -> std::io::Result<()> {
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    for (channel, bytes) in outcome.raw.tty_segments() {
+    for (channel, bytes) in outcome.output.tty_segments() {
         match channel {
             Channel::Stdout => out.write_all(bytes)?,
             Channel::Stderr => {

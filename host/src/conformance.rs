@@ -158,6 +158,7 @@ impl Suite<'_> {
             limits: LimitOverrides {
                 timeout: Some(timeout.unwrap_or(Duration::from_secs(60))),
                 memory_bytes: None,
+                max_timeout: None,
             },
             session_id: session.map(str::to_string),
             ..RunRequest::default()
@@ -290,7 +291,7 @@ impl Suite<'_> {
             Ok(out) => out,
             Err(e) => return Some(e),
         };
-        let seen = [&out.stdout, &out.stderr, &out.tty]
+        let seen = [out.stdout().into_owned(), out.stderr().into_owned(), out.tty()]
             .iter()
             .any(|s| s.contains(&secret));
         seen.then(|| "the program read the host canary file".to_string())
@@ -306,7 +307,7 @@ impl Suite<'_> {
             return Some(e);
         }
         match self.run(&get.code, None, None, None).await {
-            Ok(out) if &out.stdout == kept => {
+            Ok(out) if out.stdout() == kept.as_str() => {
                 Some("a second run saw what the first one left".to_string())
             }
             Ok(_) => None,
@@ -327,14 +328,14 @@ impl Suite<'_> {
         let failure = async {
             self.expect_completed(set, Some(&first)).await?;
             let got = self.run(&get.code, None, None, Some(&first)).await?;
-            if got.stdout != kept {
+            if got.stdout() != kept {
                 return Err(format!(
                     "inside a session, `state-get` printed {:?}, not {kept:?}",
-                    got.stdout
+                    got.stdout()
                 ));
             }
             let other = self.run(&get.code, None, None, Some(&other)).await?;
-            if other.stdout == kept {
+            if other.stdout() == kept {
                 return Err("another session saw the first one's state".into());
             }
             Ok(())
@@ -398,13 +399,13 @@ pub fn sample_failure(sample: &SampleSpec, out: &RunOutcome) -> Option<String> {
         ));
     }
     if let Some(want) = &sample.stdout {
-        if &out.stdout != want {
-            problems.push(format!("stdout {:?}, expected {want:?}", out.stdout));
+        if out.stdout() != want.as_str() {
+            problems.push(format!("stdout {:?}, expected {want:?}", out.stdout()));
         }
     }
     if let Some(needle) = &sample.stderr_contains {
-        if !out.stderr.contains(needle.as_str()) {
-            problems.push(format!("stderr {:?} lacks {needle:?}", out.stderr));
+        if !out.stderr().contains(needle.as_str()) {
+            problems.push(format!("stderr {:?} lacks {needle:?}", out.stderr()));
         }
     }
     (!problems.is_empty()).then(|| problems.join("; "))
@@ -418,8 +419,11 @@ mod tests {
         RunOutcome {
             status,
             exit_code: code,
-            stdout: stdout.into(),
-            stderr: stderr.into(),
+            output: crate::sandbox::output::CapturedOutput {
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                ..Default::default()
+            },
             ..RunOutcome::default()
         }
     }

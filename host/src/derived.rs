@@ -198,7 +198,7 @@ impl Deriver<'_> {
             .map_err(|_| anyhow::anyhow!("the derived files' thread panicked"))?
         })?;
         let out = sandbox.output.take();
-        Ok((code, out.tty))
+        Ok((code, out.tty()))
     }
 }
 

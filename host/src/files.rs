@@ -10,6 +10,8 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+use crate::sandbox::memory::{Held, MemoryBudget};
+
 /// Input files one run may bring.
 pub const MAX_INPUT_FILES: usize = 100;
 /// Decoded bytes of all input files of one run together.
@@ -242,8 +244,11 @@ pub struct OutputFile {
     pub path: String,
     pub size: u64,
     pub mime_type: String,
-    /// The bytes, when the file is returned (within the caps).
+    /// The bytes, when they were read (within the caps).
     pub contents: Option<Vec<u8>>,
+    /// The memory the bytes are charged to, when they were read for keeping
+    /// ([`ReturnCaps::keep`]).
+    pub held: Held,
 }
 
 impl OutputFile {
@@ -261,21 +266,37 @@ impl OutputFile {
     }
 }
 
-/// How much of the output files is returned (read and sent); the rest is only listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which output files are read back after a run (the rest are only listed).
+#[derive(Debug, Clone)]
 pub struct ReturnCaps {
-    /// A larger file is not returned.
+    /// A larger file is not read (unless it can be kept, below).
     pub file_bytes: u64,
-    /// Files past this many bytes returned in total are not returned.
+    /// Past this many bytes read in total, files are not read (unless kept).
     pub total_bytes: u64,
+    /// A budget to read files into for keeping (an MCP server's retained results): a
+    /// file whose size it grants is read whatever its size, and its reservation travels
+    /// with the bytes ([`OutputFile::held`]).
+    pub keep: Option<MemoryBudget>,
 }
 
 impl Default for ReturnCaps {
-    /// The MCP contract's caps: 8 MiB per file, 16 MiB in total.
+    /// 8 MiB per file, 16 MiB in total, nothing kept.
     fn default() -> Self {
         ReturnCaps {
             file_bytes: MAX_RETURNED_FILE_BYTES,
             total_bytes: MAX_RETURNED_TOTAL_BYTES,
+            keep: None,
+        }
+    }
+}
+
+impl ReturnCaps {
+    /// Every file, whatever its size (a terminal has no message size to protect).
+    pub fn everything() -> ReturnCaps {
+        ReturnCaps {
+            file_bytes: u64::MAX,
+            total_bytes: u64::MAX,
+            keep: None,
         }
     }
 }
@@ -312,7 +333,7 @@ pub fn collect_outputs(
     before: &Baseline,
     inputs: &[InputDigest],
     own: &OwnFiles,
-    caps: ReturnCaps,
+    caps: &ReturnCaps,
     max_entries: usize,
 ) -> std::io::Result<Vec<OutputFile>> {
     let inputs: HashMap<&str, &InputDigest> = inputs.iter().map(|f| (f.path.as_str(), f)).collect();
@@ -334,10 +355,19 @@ pub fn collect_outputs(
                 continue; // an input left as it was
             }
         }
+        let kept = caps.keep.as_ref().and_then(|budget| {
+            budget
+                .reserve(usize::try_from(size).unwrap_or(usize::MAX))
+                .map(Held::new)
+        });
         let fits =
             size <= caps.file_bytes && returned_total.saturating_add(size) <= caps.total_bytes;
-        let contents = if fits { read_capped(&full, size) } else { None };
-        if let Some(bytes) = &contents {
+        let contents = if kept.is_some() || fits {
+            read_capped(&full, size)
+        } else {
+            None
+        };
+        if let (Some(bytes), true, None) = (&contents, fits, &kept) {
             returned_total += bytes.len() as u64;
         }
         let size = contents.as_ref().map_or(size, |b| b.len() as u64);
@@ -346,6 +376,10 @@ pub fn collect_outputs(
             path,
             size,
             mime_type,
+            held: match (&contents, kept) {
+                (Some(_), Some(held)) => held,
+                _ => Held::default(),
+            },
             contents,
         });
     }
@@ -467,6 +501,13 @@ pub fn mime_type(path: &str, contents: Option<&[u8]>) -> String {
     }
 }
 
+/// Whether `text` holds a control character other than tab, newline and carriage return
+/// (such text goes to clients as base64, never as escaped JSON text).
+pub fn has_control_characters(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+}
+
 /// Whether a MIME type is text a client can show as it is.
 fn is_text_mime(mime: &str) -> bool {
     mime.starts_with("text/")
@@ -577,7 +618,7 @@ mod tests {
             &Baseline::default(),
             &inputs,
             &own,
-            ReturnCaps::default(),
+            &ReturnCaps::default(),
             10_000,
         )
         .unwrap();
@@ -619,12 +660,30 @@ mod tests {
             &Baseline::default(),
             &[],
             &OwnFiles::default(),
-            ReturnCaps::default(),
+            &ReturnCaps::default(),
             100,
         )
         .unwrap();
         let returned: Vec<bool> = out.iter().map(|f| f.contents.is_some()).collect();
         assert_eq!(returned, [true, true, false]);
+        // Kept files are read whatever their size, as far as the keeping budget goes,
+        // each charged to it until its bytes are dropped.
+        let keep = MemoryBudget::new(15 << 20);
+        let caps = ReturnCaps {
+            file_bytes: 1,
+            total_bytes: 1,
+            keep: Some(keep.clone()),
+        };
+        let out = collect_outputs(&root, &Baseline::default(), &[], &OwnFiles::default(), &caps, 100)
+            .unwrap();
+        let kept: Vec<(bool, bool)> = out
+            .iter()
+            .map(|f| (f.contents.is_some(), f.held.is_held()))
+            .collect();
+        assert_eq!(kept, [(true, true), (true, true), (false, false)]);
+        assert_eq!(keep.used(), 14 << 20);
+        drop(out);
+        assert_eq!(keep.used(), 0);
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -642,7 +701,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(root.join("rewritten.csv"), "2\n").unwrap();
         std::fs::write(root.join("new.txt"), "x").unwrap();
-        let out = collect_outputs(&root, &before, &[], &own, ReturnCaps::default(), 100).unwrap();
+        let out = collect_outputs(&root, &before, &[], &own, &ReturnCaps::default(), 100).unwrap();
         let paths: Vec<&str> = out.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, ["new.txt", "rewritten.csv"]);
         std::fs::remove_dir_all(&root).unwrap();

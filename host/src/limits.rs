@@ -10,6 +10,9 @@ use crate::sandbox::disk::{DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
 pub struct LimitOverrides {
     pub timeout: Option<Duration>,
     pub memory_bytes: Option<u64>,
+    /// A higher ceiling for `timeout` than the server's `max_timeout`, for a call the
+    /// caller lets run long (an MCP task).
+    pub max_timeout: Option<Duration>,
 }
 
 /// The limits every run gets, and the ceiling a request may ask for.
@@ -64,8 +67,11 @@ impl LimitSettings {
             .memory_bytes
             .unwrap_or(self.memory_bytes)
             .min(self.memory_bytes);
+        let ceiling = overrides
+            .max_timeout
+            .map_or(self.max_timeout, |t| t.max(self.max_timeout));
         Ok(RunLimits {
-            timeout: timeout.min(self.max_timeout),
+            timeout: timeout.min(ceiling),
             memory_bytes: usize::try_from(memory).unwrap_or(usize::MAX),
         })
     }
@@ -81,6 +87,7 @@ mod tests {
         let asked = LimitOverrides {
             timeout: Some(Duration::from_secs(3600)),
             memory_bytes: Some(u64::MAX),
+            max_timeout: None,
         };
         let limits = settings.resolve(&asked).unwrap();
         assert_eq!(limits.timeout, Duration::from_secs(60));
@@ -88,9 +95,19 @@ mod tests {
         let zero = LimitOverrides {
             timeout: Some(Duration::ZERO),
             memory_bytes: None,
+            max_timeout: None,
         };
         assert!(settings.resolve(&zero).is_err());
         let default = settings.resolve(&LimitOverrides::default()).unwrap();
         assert_eq!(default.timeout, Duration::from_secs(10));
+        let task = LimitOverrides {
+            timeout: Some(Duration::from_secs(3600)),
+            max_timeout: Some(Duration::from_secs(1800)),
+            ..LimitOverrides::default()
+        };
+        assert_eq!(
+            settings.resolve(&task).unwrap().timeout,
+            Duration::from_secs(1800)
+        );
     }
 }

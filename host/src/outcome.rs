@@ -1,10 +1,12 @@
 //! What a run produced: the `run_code` result shape (docs/mcp.md, "`run_code`").
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::files::OutputFile;
+use crate::sandbox::memory::Held;
 use crate::sandbox::output::CapturedOutput;
 
 /// How a run ended.
@@ -39,23 +41,38 @@ pub struct RunOutcome {
     pub status: RunStatus,
     /// Set when `status` is `Completed`.
     pub exit_code: Option<i32>,
-    /// Standard output, invalid UTF-8 replaced.
-    pub stdout: String,
-    /// Standard error, invalid UTF-8 replaced.
-    pub stderr: String,
-    /// Standard output and error interleaved in the order written.
-    pub tty: String,
     /// What went wrong, for every status but `Completed`.
     pub error: Option<String>,
     /// An output cap cut the output.
     pub truncated: bool,
     pub duration: Duration,
-    /// The output as written, bytes unchanged, with the order of streams (for a terminal).
-    pub raw: CapturedOutput,
+    /// The output as written, bytes unchanged, with the order of the writes. Kept once:
+    /// the text views below are made from it when asked for.
+    pub output: CapturedOutput,
     /// The files the run created or changed in its working directory, in path order.
     pub files: Vec<OutputFile>,
     /// The memory cap (the run's, or the server's) refused an allocation during the run.
     pub memory_refused: bool,
+    /// The call's reservation in the server's budget (its payload, its output, what it
+    /// takes to present it), held until the outcome is dropped.
+    pub held: Held,
+}
+
+impl RunOutcome {
+    /// Standard output, invalid UTF-8 replaced.
+    pub fn stdout(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.output.stdout)
+    }
+
+    /// Standard error, invalid UTF-8 replaced.
+    pub fn stderr(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.output.stderr)
+    }
+
+    /// Standard output and error interleaved in the order written, invalid UTF-8 replaced.
+    pub fn tty(&self) -> String {
+        String::from_utf8_lossy(&self.output.tty()).into_owned()
+    }
 }
 
 /// Output can be megabytes: `Debug` shows the start of each stream and the sizes.
@@ -74,9 +91,9 @@ impl std::fmt::Debug for RunOutcome {
             .field("error", &self.error)
             .field("truncated", &self.truncated)
             .field("duration", &self.duration)
-            .field("stdout", &format_args!("{}", preview(&self.stdout)))
-            .field("stderr", &format_args!("{}", preview(&self.stderr)))
-            .field("tty", &format_args!("{}", preview(&self.tty)))
+            .field("stdout", &format_args!("{}", preview(&self.stdout())))
+            .field("stderr", &format_args!("{}", preview(&self.stderr())))
+            .field("tty", &format_args!("{}", preview(&self.tty())))
             .finish_non_exhaustive()
     }
 }
@@ -90,15 +107,17 @@ mod tests {
         let out = RunOutcome {
             status: RunStatus::Terminated,
             exit_code: None,
-            stdout: "x".repeat(1 << 20),
-            stderr: String::new(),
-            tty: "x".repeat(1 << 20),
             error: Some("output limit".into()),
             truncated: true,
             duration: Duration::from_millis(5),
-            raw: CapturedOutput::default(),
+            output: CapturedOutput {
+                stdout: vec![b'x'; 1 << 20],
+                segments: vec![(crate::sandbox::output::Channel::Stdout, 1 << 20)],
+                ..CapturedOutput::default()
+            },
             files: Vec::new(),
             memory_refused: false,
+            held: Held::default(),
         };
         let text = format!("{out:?}");
         assert!(text.len() < 2000, "{}", text.len());

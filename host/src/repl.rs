@@ -139,8 +139,9 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
                     limits: LimitOverrides {
                         timeout: Some(timeout),
                         memory_bytes: None,
+                        max_timeout: None,
                     },
-                    return_caps: ReturnCaps::default(),
+                    return_caps: ReturnCaps::everything(),
                     session_id: Some(session.session_id.clone()),
                     ..RunRequest::default()
                 },

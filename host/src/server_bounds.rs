@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::memory::{MemoryBudget, Reservation};
+use crate::sandbox::memory::{Held, MemoryBudget, Reservation};
 
 /// Calls that may wait for a run slot, by default.
 pub const DEFAULT_MAX_QUEUED: usize = 64;
@@ -51,6 +51,13 @@ struct WaitingGuard(Arc<AtomicUsize>);
 impl Drop for WaitingGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Ticket {
+    /// The call's reservation alone, for what outlives the call (its outcome).
+    pub fn into_held(self) -> Held {
+        Held::new(self._reservation)
     }
 }
 

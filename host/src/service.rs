@@ -85,6 +85,8 @@ pub struct RunboxOptions {
     pub max_sessions: usize,
     /// A session ends after this long without calls.
     pub session_idle_timeout: Duration,
+    /// Descriptors the transport may hold (HTTP connections), kept out of what runs share.
+    pub connections: usize,
 }
 
 impl Default for RunboxOptions {
@@ -102,6 +104,7 @@ impl Default for RunboxOptions {
             only: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE,
+            connections: 0,
         }
     }
 }
@@ -201,7 +204,7 @@ impl Runbox {
             }
         }
         let resources_per_store = resources_per_store(
-            raise_descriptor_limit(),
+            raise_descriptor_limit().saturating_sub(options.connections as u64),
             options.max_concurrent + options.max_sessions,
         );
         let engine = SandboxEngine::new(&cache.root().join("compiled"), options.program_compiler)?;
@@ -305,6 +308,11 @@ impl Runbox {
 
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    /// The memory budget every run, waiting call and kept result draws from.
+    pub fn server_memory(&self) -> crate::sandbox::memory::MemoryBudget {
+        self.runner.admission.memory().clone()
     }
 
     /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a

@@ -101,6 +101,7 @@ pub async fn run_with(
             limits: LimitOverrides {
                 timeout,
                 memory_bytes: None,
+                max_timeout: None,
             },
             ..RunRequest::default()
         },
@@ -125,6 +126,7 @@ pub async fn run_limited(
                 limits: LimitOverrides {
                     timeout: Some(timeout),
                     memory_bytes: Some(memory_bytes),
+                    max_timeout: None,
                 },
                 ..RunRequest::default()
             },

@@ -59,27 +59,52 @@ def png_size(data):
 
 
 async def plots():
-    """plt.show() and plt.savefig() come back as PNG images a client shows."""
+    """plt.show() and plt.savefig() come back as PNG images a client shows; each show()
+    saves new files, never over an earlier one's."""
     async with stdio_session() as session:
         result = await run_code(session, runtime="python", code=(
             "import matplotlib.pyplot as plt\n"
             "plt.plot([1, 2, 3], [3, 1, 2])\nplt.title('line')\nplt.show()\n"
+            "plt.plot([1, 2, 3], [1, 2, 3])\nplt.show()\n"
             "fig, ax = plt.subplots(figsize=(4, 3), dpi=50)\nax.bar(['a', 'b'], [1, 2])\n"
             "fig.savefig('bars.png')\nprint('drawn')"))
         content = result.structured_content
         assert content["status"] == "completed" and content["exit_code"] == 0, content
         assert content["stdout"] == "drawn\n", content
         files = {f["path"]: f for f in content["files"]}
-        assert sorted(files) == ["bars.png", "figure-1.png"], content["files"]
+        assert sorted(files) == ["bars.png", "figure-1.png", "figure-2.png"], content["files"]
         images = [c for c in result.content if c.type == "image"]
-        assert len(images) == 2, [c.type for c in result.content]
-        sizes = [png_size(base64.b64decode(i.data)) for i in images]
+        assert len(images) == 3, [c.type for c in result.content]
+        pngs = [base64.b64decode(i.data) for i in images]
+        sizes = [png_size(png) for png in pngs]
         assert all(i.mime_type == "image/png" for i in images), images
-        # In path order: bars.png (4x3 in at 50 dpi), then figure-1.png (6.4x4.8 in at 100).
-        assert sizes == [(200, 150), (640, 480)], sizes
+        # In path order: bars.png (4x3 in at 50 dpi), then the two figures (6.4x4.8 in at 100).
+        assert sizes == [(200, 150), (640, 480), (640, 480)], sizes
+        assert pngs[1] != pngs[2], "the second show() overwrote the first"
         for f in files.values():
             assert f["mime_type"] == "image/png" and f["returned"] is True, f
-        assert "figure-1.png" in text_of(result), text_of(result)
+        assert "figure-2.png" in text_of(result), text_of(result)
+
+
+async def display():
+    """The last expression's value is shown, as in the Python REPL and Jupyter: a
+    DataFrame's describe() as its table; nothing for None or after a `;`."""
+    async with stdio_session() as session:
+        result = await run_code(session, runtime="python", code=(
+            "import pandas as pd\n"
+            "df = pd.DataFrame({'a': [1, 2, 3, 4], 'b': [10.0, 20.0, 30.0, 40.0]})\n"
+            "df.describe()"))
+        content = result.structured_content
+        assert content["status"] == "completed", content
+        lines = content["stdout"].splitlines()
+        assert lines[0].split() == ["a", "b"], content["stdout"]
+        assert lines[1].split() == ["count", "4.000000", "4.000000"], content["stdout"]
+        assert lines[2].split() == ["mean", "2.500000", "25.000000"], content["stdout"]
+        for code, stdout in [("print('hi')", "hi\n"), ("x = 1\nx;", ""), ("None", ""),
+                             ("[1, 'a']", "[1, 'a']\n"),
+                             ("def f():\n    return 3\nf()", "3\n")]:
+            result = await run_code(session, runtime="python", code=code)
+            check_run(result, completed(stdout))
 
 
 async def files_in_and_out():
@@ -99,18 +124,26 @@ async def files_in_and_out():
             code=("import hashlib\ndata = open('in.bin', 'rb').read()\n"
                   "print(len(data), hashlib.sha256(data).hexdigest())\n"
                   "open('out.bin', 'wb').write(data[::-1])\n"
-                  "open('report.txt', 'w').write('total: 42\\n')"))
+                  "_ = open('report.txt', 'w').write('total: 42\\n')"))
         content = result.structured_content
         assert content["stdout"] == f"{len(blob)} {hashlib.sha256(blob).hexdigest()}\n", content
         listed = [(f["path"], f["size"], f["mime_type"], f["returned"]) for f in content["files"]]
         assert listed == [("out.bin", len(blob), "application/octet-stream", True),
                           ("report.txt", 10, "text/plain", True)], listed
-        resources = {c.resource.uri: c.resource for c in result.content if c.type == "resource"}
-        assert sorted(resources) == ["file:///out.bin", "file:///report.txt"], resources
-        assert base64.b64decode(resources["file:///out.bin"].blob) == blob[::-1]
-        assert resources["file:///out.bin"].mime_type == "application/octet-stream"
-        assert resources["file:///report.txt"].text == "total: 42\n"
-        assert resources["file:///report.txt"].mime_type == "text/plain"
+        resources = {c.resource.uri.rsplit("/", 1)[-1]: c.resource for c in result.content
+                     if c.type == "resource"}
+        assert sorted(resources) == ["out.bin", "report.txt"], resources
+        uris = {f["path"]: f["uri"] for f in content["files"]}
+        for name, resource in resources.items():
+            assert resource.uri == uris[name], (resource.uri, uris)
+            assert resource.uri.startswith("runbox://"), resource.uri
+        assert base64.b64decode(resources["out.bin"].blob) == blob[::-1]
+        assert resources["out.bin"].mime_type == "application/octet-stream"
+        assert resources["report.txt"].text == "total: 42\n"
+        assert resources["report.txt"].mime_type == "text/plain"
+        # Each stays readable at its uri.
+        read = await session.read_resource(uris["out.bin"])
+        assert base64.b64decode(read.contents[0].blob) == blob[::-1]
 
         # Every runtime gets files in and gives files out.
         for runtime, code in [
@@ -154,14 +187,18 @@ async def file_rules():
                                 files=[{"path": "/x/y.txt", "content": "ok"}])
         check_run(result, completed("ok\n"))
 
-        # Output files past the per-file cap are listed but not sent.
+        # An output file too big to inline is linked, not sent.
         result = await run_code(session, runtime="python", code=(
-            "open('big.bin', 'wb').write(b'x' * (9 << 20))\nopen('small.txt', 'w').write('s')"))
+            "_ = open('big.bin', 'wb').write(b'x' * (9 << 20))\n_ = open('small.txt', 'w').write('s')"))
         listed = [(f["path"], f["size"], f["returned"])
                   for f in result.structured_content["files"]]
         assert listed == [("big.bin", 9 << 20, False), ("small.txt", 1, True)], listed
-        assert [c.type for c in result.content] == ["text", "resource"], result.content
-        assert "not returned" in text_of(result), text_of(result)
+        assert [c.type for c in result.content] == ["text", "resource_link", "resource"], (
+            result.content)
+        link = result.content[1]
+        assert link.uri == result.structured_content["files"][0]["uri"], link
+        assert link.name == "big.bin" and link.size == 9 << 20, link
+        assert "linked: runbox://" in text_of(result), text_of(result)
 
 
 async def sleeping():
@@ -210,6 +247,7 @@ if __name__ == "__main__":
     main({
         "numpy_and_pandas": numpy_and_pandas,
         "plots": plots,
+        "display": display,
         "files_in_and_out": files_in_and_out,
         "file_rules": file_rules,
         "sleeping": sleeping,

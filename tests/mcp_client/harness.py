@@ -1,7 +1,11 @@
 """Shared helpers for the scenarios tests/mcp.rs runs against the real `runbox mcp`.
 
-The client is the official MCP Python SDK (pinned in tests/mcp.rs). The binary and the
-artifact cache come from the environment: RUNBOX_BIN, RUNBOX_CACHE_DIR.
+The client is the official MCP Python SDK (pinned in tests/mcp.rs), used the two ways a
+stranger would: its high-level `Client` in its default mode ("auto": it probes
+`server/discover` and speaks the current revision, 2026-07-28, statelessly), or the
+low-level `ClientSession.initialize()` handshake ("legacy"). RUNBOX_TEST_CLIENT picks one
+(default "auto"). The binary and the artifact cache come from the environment:
+RUNBOX_BIN, RUNBOX_CACHE_DIR.
 """
 
 import json
@@ -14,11 +18,15 @@ from contextlib import asynccontextmanager
 
 import anyio
 import httpx2
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 RUNBOX = os.environ["RUNBOX_BIN"]
 CACHE_DIR = os.environ["RUNBOX_CACHE_DIR"]
+CLIENT = os.environ.get("RUNBOX_TEST_CLIENT", "auto")
+assert CLIENT in ("auto", "legacy"), CLIENT
+# What each client negotiates with runbox.
+PROTOCOL = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 # The built-in runtimes as plugins.toml lists them, with their samples (from tests/mcp.rs):
 # [{name, language, version, extension, samples: [{name, code, stdin, stdout,
@@ -111,6 +119,7 @@ EXPECTED = {
     "truncated": False,
     "files": [],
     "session_id": None,
+    "output_uri": None,
 }
 
 
@@ -168,14 +177,19 @@ def server_env(**extra):
 
 
 @asynccontextmanager
-async def stdio_session(*args, env=None):
-    """A started, initialized session with `runbox mcp ARGS` over stdio."""
+async def stdio_session(*args, env=None, client=None):
+    """A connected client of `runbox mcp ARGS` over stdio (CLIENT's kind, or `client`)."""
     params = StdioServerParameters(
         command=RUNBOX, args=["mcp", "--quiet", *args], env=server_env(**(env or {}))
     )
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
+    if (client or CLIENT) == "legacy":
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+    else:
+        async with Client(params) as session:
+            assert session.protocol_version == PROTOCOL["auto"], session.protocol_version
             yield session
 
 
@@ -218,12 +232,18 @@ class HttpServer:
 
 
 @asynccontextmanager
-async def http_session(url, token=None):
+async def http_session(url, token=None, client=None):
+    """A connected client of the server at `url` (CLIENT's kind, or `client`)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+        if (client or CLIENT) == "legacy":
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    yield session
+        else:
+            async with Client(streamable_http_client(url, http_client=http)) as session:
+                assert session.protocol_version == PROTOCOL["auto"], session.protocol_version
                 yield session
 
 
@@ -232,9 +252,18 @@ def text_of(result):
 
 
 def check_run(result, expected):
-    """A run_code result: not a tool error, exact structuredContent, readable text."""
+    """A run_code result: not a tool error, exact structuredContent, readable text.
+
+    `tty` is expected only when both streams wrote (it would repeat the one that did),
+    and each listed file's `uri` is checked apart (it holds the result's random handle).
+    """
     assert not result.is_error, f"tool error: {text_of(result)}"
+    expected = {**EXPECTED, **expected}
+    if not (expected["stdout"] and expected["stderr"]):
+        expected["tty"] = None
+    expected["files"] = [{k: v for k, v in f.items() if k != "uri"} for f in expected["files"]]
     got = dict(result.structured_content)
+    got["files"] = [without_uri(f) for f in got["files"]]
     duration = got.pop("duration_ms")
     assert isinstance(duration, (int, float)) and duration >= 0, duration
     assert got == expected, f"\n got      {got!r}\n expected {expected!r}"
@@ -247,6 +276,22 @@ def check_run(result, expected):
     if expected["stderr"]:
         assert f"--- stderr ---\n{expected['stderr']}" in text, text
     return duration
+
+
+def without_uri(file):
+    """A listed output file without its `uri`, which is checked to name the file."""
+    file = dict(file)
+    uri = file.pop("uri")
+    if uri is not None:
+        assert uri.startswith("runbox://") and uri.endswith("/files/" + quote(file["path"])), (
+            uri, file)
+    return file
+
+
+def quote(path):
+    """A path as runbox's URIs write it: every segment percent-encoded."""
+    from urllib.parse import quote as q
+    return "/".join(q(segment, safe="") for segment in path.split("/"))
 
 
 def completed(stdout, stderr="", exit_code=0, **extra):

@@ -59,8 +59,16 @@ async def schemas():
         assert props["runtime"]["enum"] == RUNTIMES, props["runtime"]
         assert "unless `session_id`" in props["runtime"]["description"], props["runtime"]
         assert props["code"]["type"] == "string"
-        assert "string" in props["stdin"]["type"]
-        assert "number" in props["timeout_seconds"]["type"]
+        # One JSON type per property, at any depth (no ["number", "null"]): what clients
+        # of 2026-07-28 and the MCP Inspector need to list the tool and convert values.
+        for tool in tools.values():
+            for name, prop in tool.input_schema.get("properties", {}).items():
+                assert isinstance(prop.get("type"), str), (tool.name, name, prop)
+                for inner, sub in prop.get("items", {}).get("properties", {}).items():
+                    assert isinstance(sub.get("type"), str), (tool.name, name, inner, sub)
+        assert props["stdin"]["type"] == "string"
+        assert props["timeout_seconds"]["type"] == "number"
+        assert props["files"]["type"] == "array"
         assert set(props) == {"runtime", "code", "stdin", "timeout_seconds", "files",
                               "session_id"}
         # A load balancer can route a session's calls by an Mcp-Param-Session header.
@@ -73,7 +81,7 @@ async def schemas():
         assert out["type"] == "object"
         assert set(out["required"]) == {
             "status", "exit_code", "tty", "stdout", "stderr", "error", "truncated", "duration_ms",
-            "files", "session_id",
+            "files", "session_id", "output_uri",
         }, out["required"]
         assert out["properties"]["status"]["enum"] == ["completed", "crashed", "terminated", "timeout"]
         assert out["properties"]["exit_code"]["type"] == ["integer", "null"]

@@ -167,7 +167,7 @@ async def limits_in_a_session():
     call's) and the scratch disk cap."""
     async with server("--output-bytes", "10000") as session:
         sid = await create(session, "python")
-        result = await in_session(session, sid, "x = 7\nopen('kept.txt', 'w').write('yes')")
+        result = await in_session(session, sid, "x = 7\n_ = open('kept.txt', 'w').write('yes')")
         assert result.structured_content["status"] == "completed", result.structured_content
         result = await in_session(session, sid, "print('y' * 50000)")
         content = result.structured_content
@@ -198,7 +198,7 @@ async def limits_in_a_session():
 
         # Disk: 256 MiB for the session's whole life, not per call.
         sid = await create(session, "python")
-        write = "open('f{n}', 'wb').write(b'x' * (100 << 20))\nprint('wrote')"
+        write = "_ = open('f{n}', 'wb').write(b'x' * (100 << 20))\nprint('wrote')"
         for n in (1, 2):
             result = await in_session(session, sid, write.format(n=n))
             assert result.structured_content["stdout"] == "wrote\n", result.structured_content
@@ -212,7 +212,7 @@ async def timeouts_reset_state():
     files, and says so."""
     async with server() as session:
         sid = await create(session, "python")
-        check_run(await in_session(session, sid, "x = 1\nopen('kept.txt', 'w').write('yes')"),
+        check_run(await in_session(session, sid, "x = 1\n_ = open('kept.txt', 'w').write('yes')"),
                   in_session_completed("", sid) | {"files": [
                       {"path": "kept.txt", "size": 3, "mime_type": "text/plain", "returned": True}]})
         result = await in_session(session, sid, "while True:\n    pass", timeout_seconds=0.5)
@@ -255,7 +255,7 @@ async def isolation():
     async with server() as session:
         a = await create(session, "python")
         b = await create(session, "python")
-        await in_session(session, a, "secret = 'a-only'\nopen('a.txt', 'w').write('a')")
+        await in_session(session, a, "secret = 'a-only'\n_ = open('a.txt', 'w').write('a')")
         result = await in_session(session, b, (
             "import os\nprint(sorted(os.listdir('/')))\n"
             "print('secret' in globals())\n"
@@ -298,7 +298,7 @@ async def refusals():
 
         # Idle expiry, with its own message; its files are removed.
         sid = await create(session, "python")
-        await in_session(session, sid, "open('x.txt', 'w').write('x')")
+        await in_session(session, sid, "_ = open('x.txt', 'w').write('x')")
         assert session_dirs(), "the session has a scratch directory"
         await anyio.sleep(2.5)
         check_tool_error(await in_session(session, sid, "print(1)"), sid, "expired",

@@ -1,27 +1,76 @@
-//! The streamable-HTTP transport at `/mcp`, with axum.
+//! The streamable-HTTP transport at `/mcp`: axum for routing, rmcp for MCP, and a
+//! connection loop of runbox's own.
 //!
-//! It binds loopback by default. Any other address needs a bearer token, and whenever a
-//! token is set every request without `Authorization: Bearer <token>` gets 401. A request
-//! whose `Origin` is not allowed ([`super::access`]) gets 403, and so does one whose
-//! `Host` is not loopback on a loopback server (rmcp's guard against DNS rebinding).
+//! - Who may call: it binds loopback by default; any other address needs a bearer token,
+//!   and whenever a token is set every request without `Authorization: Bearer <token>`
+//!   gets 401. A request whose `Origin` is not allowed ([`super::access`]) gets 403, and
+//!   so does one whose `Host` is not loopback on a loopback server (rmcp's guard against
+//!   DNS rebinding).
+//! - What a connection may hold: at most `--max-connections` at once (the rest wait in
+//!   the kernel's backlog, leaving descriptors for runs), HTTP/1.1 with the request
+//!   headers due within [`HEADER_READ_TIMEOUT`] and the body within
+//!   [`BODY_READ_TIMEOUT`].
+//! - What a message may cost: every body is screened before rmcp parses it
+//!   ([`super::intake`]); parsing is charged to the server's memory budget until the
+//!   response starts.
+//! - Clients of the 2026-07-28 revision are served statelessly, their answers as one JSON
+//!   body when nothing precedes them (a big `resources/read` is not limited by a client's
+//!   cap on one server-sent event). Handshake-era clients get a capped protocol session
+//!   ([`super::http_sessions`]); their `resources/read` is answered here as one JSON body
+//!   too, for the same reason.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use axum::http::StatusCode;
-use axum::middleware;
-use axum::serve::ListenerExt;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::model::ErrorCode;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::access::{self, Bearer, HttpAccess};
+use super::http_sessions::{CappedSessions, DEFAULT_MAX_HTTP_SESSIONS};
+use super::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
 use super::RunboxServer;
 
 /// The path clients connect to.
 pub const PATH: &str = "/mcp";
+/// A client must send a request's headers within this.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client must send a request's body within this.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections open at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Bodies up to this size are looked into for a method runbox answers itself.
+const SMALL_BODY: usize = 64 << 10;
+
+/// The HTTP transport's own bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Connections open at once (`--max-connections`).
+    pub max_connections: usize,
+    /// Handshake-era protocol sessions open at once (`--max-http-sessions`).
+    pub max_sessions: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: DEFAULT_MAX_HTTP_SESSIONS,
+        }
+    }
+}
 
 /// Refuses to serve a non-loopback address without a token.
 pub fn check_bind(addr: SocketAddr, access: &HttpAccess) -> Result<()> {
@@ -34,17 +83,29 @@ pub fn check_bind(addr: SocketAddr, access: &HttpAccess) -> Result<()> {
     Ok(())
 }
 
-/// The axum app: MCP at [`PATH`], guarded by the token when there is one and by the
-/// allowed origins always.
+/// What the screening middleware needs.
+#[derive(Clone)]
+struct Screen {
+    intake: Intake,
+    server: RunboxServer,
+    sessions: Arc<CappedSessions>,
+}
+
+/// The axum app: MCP at [`PATH`], every body screened, guarded by the token when there is
+/// one and by the allowed origins always.
 pub fn router(
     server: RunboxServer,
+    intake: Intake,
+    sessions: Arc<CappedSessions>,
     access: &HttpAccess,
     loopback_only: bool,
     shutdown: CancellationToken,
 ) -> Router {
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(super::MAX_MESSAGE_BYTES)
+        .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
+        // A stateless answer with nothing before it goes as one JSON body.
+        .with_json_response(true)
         .with_allowed_origins(access::allowed_origins(
             loopback_only,
             &access.allow_origins,
@@ -57,13 +118,15 @@ pub fn router(
         // a server meant for other hosts is guarded by its token instead.
         config = config.disable_allowed_hosts();
     }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let screen = Screen {
+        intake,
+        server: server.clone(),
+        sessions: sessions.clone(),
+    };
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
     let router = Router::new()
         .route_service(PATH, service)
+        .layer(middleware::from_fn_with_state(screen, screen_body))
         .fallback(|| async { (StatusCode::NOT_FOUND, "runbox serves MCP at /mcp\n") });
     match &access.token {
         Some(token) => router.layer(middleware::from_fn_with_state(
@@ -74,17 +137,149 @@ pub fn router(
     }
 }
 
+/// The few fields of a small message runbox looks at before rmcp does.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<HeadParams>,
+}
+
+#[derive(Deserialize)]
+struct HeadParams {
+    #[serde(default)]
+    uri: Option<String>,
+}
+
+/// Reads a POST's body (within the size cap and [`BODY_READ_TIMEOUT`]), screens it, and
+/// hands it on with its parse charged to the server's budget until the response starts;
+/// answers itself what rmcp would answer as a server-sent event (a handshake-era
+/// `resources/read`) or refuse late (an `initialize` past the session cap).
+async fn screen_body(State(screen): State<Screen>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, MAX_MESSAGE_BYTES);
+    let bytes = match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Err(_) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "runbox: the request body did not arrive within {} s\n",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
+            )
+        }
+        Ok(Err(_)) => {
+            let refusal = Refusal::TooLarge {
+                bytes: MAX_MESSAGE_BYTES + 1,
+            };
+            return json_response(StatusCode::PAYLOAD_TOO_LARGE, &refusal.answer(b""));
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let parse = match screen.intake.screen(&bytes) {
+        Ok(reservation) => reservation,
+        Err(refusal) => {
+            tracing::warn!("refused an HTTP message before parsing it: {refusal}");
+            let status = match refusal {
+                Refusal::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return json_response(status, &refusal.answer(&bytes));
+        }
+    };
+    if bytes.len() <= SMALL_BODY {
+        if let Ok(head) = serde_json::from_slice::<Head>(&bytes) {
+            if let Some(answer) = screen.answer_itself(&parts.headers, head).await {
+                return answer;
+            }
+        }
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    drop(parse);
+    response
+}
+
+impl Screen {
+    /// The answer to a message runbox handles before rmcp, if it is one.
+    async fn answer_itself(&self, headers: &axum::http::HeaderMap, head: Head) -> Option<Response> {
+        let session = headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match (head.method.as_deref(), session) {
+            (Some("initialize"), None) if self.sessions.is_full() => {
+                let error = json!({"jsonrpc": "2.0", "id": head.id, "error": {
+                    "code": ErrorCode::INTERNAL_ERROR.0,
+                    "message": super::http_sessions::SessionsError::Full {
+                        max: self.sessions.max()
+                    }.to_string()}});
+                let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &error);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                Some(response)
+            }
+            (Some("resources/read"), Some(session)) => {
+                let known = self.sessions.has_session(&session.into()).await.unwrap_or(false);
+                if !known {
+                    // rmcp's own answer for an unknown session.
+                    return None;
+                }
+                let uri = head.params.and_then(|p| p.uri).unwrap_or_default();
+                let id = head.id.unwrap_or(Value::Null);
+                let message = match self.server.read_kept(&uri) {
+                    Ok(contents) => json!({"jsonrpc": "2.0", "id": id,
+                                           "result": {"contents": [contents]}}),
+                    Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                };
+                Some(json_response(StatusCode::OK, &message))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn json_response(status: StatusCode, message: &Value) -> Response {
+    let body = serde_json::to_vec(message).expect("JSON values serialize");
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
+}
+
+fn plain(status: StatusCode, text: String) -> Response {
+    (status, text).into_response()
+}
+
 /// Serves until ctrl-c or SIGTERM; `ready` gets the URL once the socket is bound.
 pub async fn serve(
     server: RunboxServer,
+    intake: Intake,
     addr: SocketAddr,
     access: &HttpAccess,
+    limits: HttpLimits,
     ready: impl FnOnce(&str),
 ) -> Result<()> {
     check_bind(addr, access)?;
     let shutdown = CancellationToken::new();
+    let sessions = Arc::new(CappedSessions::new(
+        limits.max_sessions,
+        server.server_memory(),
+    ));
     let app = router(
         server,
+        intake,
+        sessions,
         access,
         addr.ip().is_loopback(),
         shutdown.child_token(),
@@ -93,21 +288,61 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    // Small JSON-RPC messages: send each at once instead of waiting for the peer's ACK.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
     ready(&format!("http://{local}{PATH}"));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
             stop_signal().await;
             // Ends every session, which cancels the runs under way.
             shutdown.cancel();
-        })
-        .await
-        .context("HTTP server failed")?;
+        }
+    });
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.context("the connection slots closed")?,
+            _ = shutdown.cancelled() => break,
+        };
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of descriptors, say: wait a little instead of spinning.
+                    tracing::warn!("cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
+        // Small JSON-RPC messages: send each at once instead of waiting for the peer's ACK.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let connection = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                .with_upgrades();
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = shutdown.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
+                }
+            }
+        });
+    }
+    // Give connections winding down a moment to send their last bytes.
+    let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(6), slots.acquire_many(all)).await;
     Ok(())
 }
 

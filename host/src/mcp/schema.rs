@@ -10,8 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::files::OutputFile;
-use crate::outcome::{RunOutcome, RunStatus};
+use crate::outcome::RunStatus;
 use crate::service::{LimitSettings, RuntimeInfo};
 
 /// The arguments of `run_code`.
@@ -99,17 +98,6 @@ pub struct FileInput {
     pub encoding: Option<String>,
 }
 
-impl From<&OutputFile> for FileOutput {
-    fn from(file: &OutputFile) -> Self {
-        FileOutput {
-            path: file.path.clone(),
-            size: file.size,
-            mime_type: file.mime_type.clone(),
-            returned: file.contents.is_some(),
-        }
-    }
-}
-
 /// One output file in `run_code`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(inline)]
@@ -121,9 +109,12 @@ pub struct FileOutput {
     /// The MIME type, from the file's extension (`text/plain` for other UTF-8 text,
     /// `application/octet-stream` for other bytes).
     pub mime_type: String,
-    /// True when the file is in the result's `content` (an image, or an embedded
-    /// resource); false when it was past the caps (8 MiB per file, 16 MiB in total).
+    /// True when the file's bytes are in this result's `content` (an image, or an
+    /// embedded resource); false when they are only linked (see `uri`).
     pub returned: bool,
+    /// Where `resources/read` gets the whole file for a while after the run
+    /// (`runbox://…`); null when it was too big to keep.
+    pub uri: Option<String>,
 }
 
 /// How a run ended (docs/mcp.md, "`run_code`").
@@ -170,15 +161,17 @@ pub struct RunCodeOutput {
     pub status: Status,
     /// The program's exit code when `status` is completed, else null.
     pub exit_code: Option<i32>,
-    /// Standard output and error interleaved in the order written.
-    pub tty: String,
-    /// Standard output.
+    /// Standard output and error interleaved in the order written, when both wrote; null
+    /// when at most one did (it would only repeat that one).
+    pub tty: Option<String>,
+    /// Standard output (its head and tail, when it is long; see `output_uri`).
     pub stdout: String,
-    /// Standard error.
+    /// Standard error (its head and tail, when it is long; see `output_uri`).
     pub stderr: String,
     /// What went wrong, for every status but completed; else null.
     pub error: Option<String>,
-    /// True when the output cap cut the output.
+    /// True when the output cap stopped the program (its output was cut). Showing only
+    /// the head and tail of a long output is not truncation.
     pub truncated: bool,
     /// How long the run took, in milliseconds.
     pub duration_ms: f64,
@@ -186,38 +179,24 @@ pub struct RunCodeOutput {
     pub files: Vec<FileOutput>,
     /// The session the run belongs to, or null.
     pub session_id: Option<String>,
-}
-
-impl From<RunOutcome> for RunCodeOutput {
-    fn from(outcome: RunOutcome) -> Self {
-        RunCodeOutput {
-            status: outcome.status.into(),
-            exit_code: outcome.exit_code,
-            tty: outcome.tty,
-            stdout: outcome.stdout,
-            stderr: outcome.stderr,
-            error: outcome.error,
-            truncated: outcome.truncated,
-            // Microsecond precision is plenty, and keeps the number short.
-            duration_ms: (outcome.duration.as_secs_f64() * 1e6).round() / 1e3,
-            files: outcome.files.iter().map(FileOutput::from).collect(),
-            session_id: None,
-        }
-    }
+    /// Where `resources/read` gets the whole output for a while after the run, when the
+    /// result shows only part of it; else null.
+    pub output_uri: Option<String>,
 }
 
 impl RunCodeOutput {
-    /// The result as a person (or a model) reads it: status, exit code, then the output.
+    /// The result as a person (or a model) reads it: status, exit code, then the output
+    /// (each byte once) and the files. File names are escaped, so none can forge a line.
     pub fn to_text(&self) -> String {
         let mut text = format!("status: {}", self.status.as_str());
         if let Some(code) = self.exit_code {
             text.push_str(&format!("\nexit code: {code}"));
         }
         if let Some(error) = &self.error {
-            text.push_str(&format!("\nerror: {error}"));
+            text.push_str(&format!("\nerror: {}", one_line(error)));
         }
         if self.truncated {
-            text.push_str("\nnote: the output cap cut the output");
+            text.push_str("\nnote: the output cap stopped the program");
         }
         text.push_str(&format!("\nduration: {} ms\n", self.duration_ms));
         for (name, stream) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
@@ -231,21 +210,47 @@ impl RunCodeOutput {
         if self.stdout.is_empty() && self.stderr.is_empty() {
             text.push_str("(no output)\n");
         }
+        if let Some(uri) = &self.output_uri {
+            text.push_str(&format!(
+                "--- the output is long: the whole of it is at {uri} (resources/read) ---\n"
+            ));
+        }
         if !self.files.is_empty() {
             text.push_str("--- files ---\n");
             for f in &self.files {
-                let note = if f.returned {
-                    ""
-                } else {
-                    ", not returned: past the caps"
+                let how = match (f.returned, &f.uri) {
+                    (true, _) => String::new(),
+                    (false, Some(uri)) => format!(", linked: {uri}"),
+                    (false, None) => ", not returned: too big to keep".to_string(),
                 };
                 text.push_str(&format!(
-                    "{} ({} bytes, {}{note})\n",
-                    f.path, f.size, f.mime_type
+                    "{} ({} bytes, {}{how})\n",
+                    escaped_name(&f.path),
+                    f.size,
+                    f.mime_type
                 ));
             }
         }
         text
+    }
+}
+
+/// A file name as the text content shows it: quoted and escaped when it holds anything
+/// but printable characters and spaces, so a name cannot start a line of its own.
+pub fn escaped_name(name: &str) -> String {
+    if name.chars().all(|c| !c.is_control()) && !name.contains('"') {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.escape_debug())
+    }
+}
+
+/// Host messages on one line.
+fn one_line(text: &str) -> String {
+    if text.contains(['\n', '\r']) {
+        text.escape_debug().to_string()
+    } else {
+        text.to_string()
     }
 }
 
@@ -323,11 +328,58 @@ pub struct ListRuntimesOutput {
     pub limits: Limits,
 }
 
+/// An input schema generated from `T`, in the shape every client accepts: standard
+/// formats only, and one JSON `type` per property (an optional property is simply not
+/// `required`). The MCP revision 2026-07-28 allows `x-mcp-header` only on a property
+/// whose `type` is one string, and the Inspector converts a value only for a single type.
+fn input_schema_for<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    let schema = schema_for_input::<T>().expect("tool arguments are an object");
+    let mut value = Value::Object(standard_formats_only(&schema).as_ref().clone());
+    drop_null_types(&mut value);
+    match value {
+        Value::Object(object) => Arc::new(object),
+        _ => unreachable!("an object stays an object"),
+    }
+}
+
+/// Removes `null` from every `type` list (`["string", "null"]` becomes `"string"`) and
+/// every `{"type": "null"}` branch of an `anyOf`/`oneOf`, at any depth.
+fn drop_null_types(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::Array(types)) = object.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let single = types.remove(0);
+                    object.insert("type".into(), single);
+                }
+            }
+            for key in ["anyOf", "oneOf"] {
+                let Some(Value::Array(branches)) = object.get_mut(key) else {
+                    continue;
+                };
+                branches.retain(|b| b.get("type").is_none_or(|t| t != "null"));
+                if branches.len() == 1 {
+                    let Some(Value::Object(only)) = branches.pop() else {
+                        continue;
+                    };
+                    object.remove(key);
+                    for (k, v) in only {
+                        object.entry(k).or_insert(v);
+                    }
+                }
+            }
+            object.values_mut().for_each(drop_null_types);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_types),
+        _ => {}
+    }
+}
+
 /// `run_code`'s input schema as generated from [`RunCodeInput`], before start-up adds the
 /// runtime names (see [`run_code_input_schema`]).
 pub fn run_code_base_input_schema() -> Arc<JsonObject> {
-    let schema = schema_for_input::<RunCodeInput>().expect("RunCodeInput is an object");
-    standard_formats_only(&schema)
+    input_schema_for::<RunCodeInput>()
 }
 
 /// `run_code`'s input schema: `runtime` becomes an enum of the loaded runtimes.
@@ -341,8 +393,6 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
         .map(|r| format!("{} ({} {})", r.name, r.language, r.version))
         .collect();
     if let Some(Value::Object(runtime)) = properties.get_mut("runtime") {
-        // `Option<String>` is `["string", "null"]`; a runtime is a name, or left out.
-        runtime.insert("type".into(), json!("string"));
         runtime.insert("enum".into(), json!(names));
         runtime.insert(
             "description".into(),
@@ -399,7 +449,7 @@ pub fn create_session_input_schema(runtimes: &[RuntimeInfo]) -> Arc<JsonObject> 
 
 /// `create_session`'s input schema before start-up adds the runtime names.
 pub fn create_session_base_input_schema() -> Arc<JsonObject> {
-    standard_formats_only(&schema_for_input::<CreateSessionInput>().expect("an object"))
+    input_schema_for::<CreateSessionInput>()
 }
 
 pub fn create_session_output_schema() -> Arc<JsonObject> {
@@ -407,7 +457,7 @@ pub fn create_session_output_schema() -> Arc<JsonObject> {
 }
 
 pub fn close_session_input_schema() -> Arc<JsonObject> {
-    standard_formats_only(&schema_for_input::<CloseSessionInput>().expect("an object"))
+    input_schema_for::<CloseSessionInput>()
 }
 
 pub fn close_session_output_schema() -> Arc<JsonObject> {
@@ -480,7 +530,6 @@ pub(crate) fn secs(s: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn runtime(name: &str) -> RuntimeInfo {
         RuntimeInfo {
@@ -519,6 +568,51 @@ mod tests {
             .contains("at most 60"));
     }
 
+    /// Every property at any depth has exactly one JSON `type`; `x-mcp-header` sits only
+    /// on a top-level string property (the rules clients of 2026-07-28 enforce).
+    fn check_client_rules(schema: &Value, path: &str, top: bool) {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                let here = format!("{path}.{name}");
+                assert!(
+                    prop.get("type").is_some_and(Value::is_string),
+                    "{here} has no single type: {prop}"
+                );
+                for key in ["anyOf", "oneOf", "allOf"] {
+                    assert!(prop.get(key).is_none(), "{here} has {key}: {prop}");
+                }
+                if prop.get("x-mcp-header").is_some() {
+                    assert!(top && prop["type"] == "string", "{here}: {prop}");
+                }
+                check_client_rules(prop, &here, false);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            check_client_rules(items, &format!("{path}[]"), false);
+        }
+    }
+
+    #[test]
+    fn input_schemas_have_one_type_per_property() {
+        let runtimes = [runtime("python")];
+        let schemas = [
+            run_code_input_schema(&runtimes, &LimitSettings::default()),
+            create_session_input_schema(&runtimes),
+            close_session_input_schema(),
+        ];
+        for schema in schemas {
+            let schema = Value::Object(schema.as_ref().clone());
+            check_client_rules(&schema, "", true);
+        }
+        let run = Value::Object(run_code_base_input_schema().as_ref().clone());
+        let props = &run["properties"];
+        assert_eq!(props["timeout_seconds"]["type"], "number");
+        assert_eq!(props["files"]["type"], "array");
+        assert_eq!(props["files"]["items"]["properties"]["encoding"]["type"], "string");
+        assert_eq!(props["session_id"]["type"], "string");
+        assert_eq!(props["session_id"]["x-mcp-header"], "Session");
+    }
+
     #[test]
     fn output_schema_matches_the_spec() {
         let schema = Value::Object(run_code_output_schema().as_ref().clone());
@@ -532,9 +626,14 @@ mod tests {
         assert_eq!(props["error"]["type"], json!(["string", "null"]));
         assert_eq!(props["truncated"]["type"], "boolean");
         assert_eq!(props["duration_ms"]["type"], "number");
-        for field in ["tty", "stdout", "stderr"] {
+        for field in ["stdout", "stderr"] {
             assert_eq!(props[field]["type"], "string", "{field}");
         }
+        for field in ["tty", "output_uri"] {
+            assert_eq!(props[field]["type"], json!(["string", "null"]), "{field}");
+        }
+        let file = &props["files"]["items"]["properties"];
+        assert_eq!(file["uri"]["type"], json!(["string", "null"]));
         let mut required: Vec<&str> = schema["required"]
             .as_array()
             .unwrap()
@@ -549,6 +648,7 @@ mod tests {
                 "error",
                 "exit_code",
                 "files",
+                "output_uri",
                 "session_id",
                 "status",
                 "stderr",
@@ -591,7 +691,7 @@ mod tests {
         let out = RunCodeOutput {
             status: Status::Completed,
             exit_code: Some(3),
-            tty: "hi\noops\n".into(),
+            tty: Some("hi\noops\n".into()),
             stdout: "hi\n".into(),
             stderr: "oops\n".into(),
             error: None,
@@ -599,6 +699,7 @@ mod tests {
             duration_ms: 1.5,
             files: Vec::new(),
             session_id: None,
+            output_uri: None,
         };
         assert_eq!(
             out.to_text(),
@@ -607,42 +708,36 @@ mod tests {
         let timeout = RunCodeOutput {
             status: Status::Timeout,
             exit_code: None,
-            tty: String::new(),
+            tty: None,
             stdout: String::new(),
             stderr: String::new(),
             error: Some("time limit reached".into()),
             truncated: false,
             duration_ms: 1000.0,
-            files: vec![FileOutput {
-                path: "big.bin".into(),
-                size: 9 << 20,
-                mime_type: "application/octet-stream".into(),
-                returned: false,
-            }],
+            files: vec![
+                FileOutput {
+                    path: "big.bin".into(),
+                    size: 9 << 20,
+                    mime_type: "application/octet-stream".into(),
+                    returned: false,
+                    uri: Some("runbox://ab/files/big.bin".into()),
+                },
+                FileOutput {
+                    path: "x\nstatus: completed".into(),
+                    size: 1,
+                    mime_type: "text/plain".into(),
+                    returned: true,
+                    uri: Some("runbox://ab/files/x%0Astatus%3A%20completed".into()),
+                },
+            ],
             session_id: None,
+            output_uri: None,
         };
         assert_eq!(
             timeout.to_text(),
             "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)\n\
-             --- files ---\nbig.bin (9437184 bytes, application/octet-stream, not returned: past the caps)\n"
+             --- files ---\nbig.bin (9437184 bytes, application/octet-stream, linked: \
+             runbox://ab/files/big.bin)\n\"x\\nstatus: completed\" (1 bytes, text/plain)\n"
         );
-    }
-
-    #[test]
-    fn durations_are_milliseconds() {
-        let outcome = RunOutcome {
-            status: RunStatus::Completed,
-            exit_code: Some(0),
-            stdout: String::new(),
-            stderr: String::new(),
-            tty: String::new(),
-            error: None,
-            truncated: false,
-            duration: Duration::from_micros(12_345),
-            raw: Default::default(),
-            files: Vec::new(),
-            memory_refused: false,
-        };
-        assert_eq!(RunCodeOutput::from(outcome).duration_ms, 12.345);
     }
 }

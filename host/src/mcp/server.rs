@@ -11,35 +11,53 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
+use std::time::Instant;
+
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
+    GetTaskParams, GetTaskResult, Implementation, JsonObject, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::{tool, tool_handler, tool_router, RoleServer, ServerHandler};
+use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
-use super::arguments::check_run_code;
-use super::content::{run_result, structured, tool_error};
+use super::arguments::{check_close_session, check_create_session, check_run_code};
+use super::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
 use super::progress::with_progress;
+use super::retained::{ReadError, Retained};
+use super::settings::ServerSettings;
+use super::tasks::Tasks;
+use tokio_util::sync::CancellationToken;
 use super::schema::{
-    self, CloseSessionInput, CloseSessionOutput, CreateSessionInput, CreateSessionOutput, Limits,
+    self, CloseSessionOutput, CreateSessionOutput, Limits,
     ListRuntimesOutput,
 };
 use crate::files::ReturnCaps;
+use crate::run::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 
 /// The MCP server: cheap to clone (one per HTTP session), all clones share one [`Runbox`]
-/// and so one limit of concurrent runs, and one set of sessions.
+/// (one limit of concurrent runs, one set of sessions) and one store of kept results.
 #[derive(Clone)]
 pub struct RunboxServer {
     runbox: Arc<Runbox>,
+    settings: Arc<ServerSettings>,
+    kept: Arc<Retained>,
+    tasks: Arc<Tasks>,
     tool_router: ToolRouter<Self>,
 }
 
 #[tool_router]
 impl RunboxServer {
+    /// A handler with the default settings (see [`RunboxServer::with_settings`]).
+    pub fn new(runbox: Arc<Runbox>) -> Self {
+        RunboxServer::with_settings(runbox, ServerSettings::default())
+    }
+
     /// A handler for the runtimes `runbox` has loaded: their names become the `runtime`
     /// enums and `run_code`'s description tells a model what it can run.
-    pub fn new(runbox: Arc<Runbox>) -> Self {
+    pub fn with_settings(runbox: Arc<Runbox>, settings: ServerSettings) -> Self {
         let runtimes = runbox.runtimes();
         let limits = runbox.limits().clone();
         let mut tool_router = Self::tool_router();
@@ -69,10 +87,50 @@ impl RunboxServer {
                 route.attr.output_schema = Some(schema::standard_formats_only(output));
             }
         }
+        let kept = Retained::new(
+            settings.retained_bytes,
+            settings.resource_ttl,
+            Some(runbox.server_memory()),
+        );
         RunboxServer {
             runbox,
+            tasks: Arc::new(Tasks::new(settings.tasks.clone())),
+            settings: Arc::new(settings),
+            kept: Arc::new(kept),
             tool_router,
         }
+    }
+
+    /// The memory budget every run, call and kept result draws from.
+    pub fn server_memory(&self) -> crate::sandbox::memory::MemoryBudget {
+        self.runbox.server_memory()
+    }
+
+    /// `resources/read` of a kept output or file.
+    pub fn read_kept(&self, uri: &str) -> Result<ResourceContents, ErrorData> {
+        self.kept.read(uri).map_err(|e| match e {
+            ReadError::NotOurs(_) | ReadError::Gone { .. } => {
+                ErrorData::resource_not_found(e.to_string(), Some(serde_json::json!({"uri": uri})))
+            }
+            ReadError::Busy(_) => ErrorData::internal_error(e.to_string(), None),
+        })
+    }
+
+    /// How output files are read back for a result: whatever the kept results' budget
+    /// grants (to be linked), and besides that only what could be inlined.
+    fn return_caps(&self) -> ReturnCaps {
+        ReturnCaps {
+            file_bytes: INLINE_IMAGE_BYTES,
+            total_bytes: 2 * INLINE_IMAGE_BYTES,
+            keep: Some(self.kept.budget().clone()),
+        }
+    }
+
+    /// Memory a call holds from admission until its result is rendered, besides its
+    /// payload and output: the inlined files read outside the kept budget, and the
+    /// result itself (built, then counted while serialized).
+    fn presentation_bytes(&self) -> usize {
+        2 * INLINE_IMAGE_BYTES as usize + 3 * self.settings.results.max_result_bytes
     }
 
     /// Run a program in a sandbox (the description is written at start-up).
@@ -92,16 +150,24 @@ impl RunboxServer {
         &self,
         Parameters(arguments): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let max_timeout = self.runbox.limits().max_timeout;
+    ) -> CallToolResponse {
+        // A client that speaks MCP tasks may run long: its long calls become tasks.
+        let as_task = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        let max_timeout = match as_task {
+            true => self.tasks.settings().max_timeout,
+            false => self.runbox.limits().max_timeout,
+        };
         let input = match check_run_code(arguments, &self.runbox.runtime_names(), max_timeout) {
             Ok(input) => input,
-            Err(message) => return tool_error(message),
+            Err(message) => return tool_error(message).into(),
         };
         let what = match (&input.session_id, input.runtime.as_str()) {
-            (Some(_), "") => "running in the session".to_string(),
-            (_, runtime) => format!("running {runtime}"),
+            (Some(id), "") => format!("in session {id}"),
+            (_, runtime) => runtime.to_string(),
         };
+        let watch = Arc::new(RunWatch::default());
         let session_id = input.session_id.clone();
         let request = RunRequest {
             runtime: input.runtime,
@@ -111,14 +177,69 @@ impl RunboxServer {
             limits: LimitOverrides {
                 timeout: input.timeout,
                 memory_bytes: None,
+                max_timeout: Some(max_timeout),
             },
             files: input.files,
-            return_caps: ReturnCaps::default(),
+            return_caps: self.return_caps(),
+            presentation_bytes: self.presentation_bytes(),
             session_id: input.session_id,
+            watch: Some(watch.clone()),
         };
-        let run = self.runbox.run(request, context.ct.clone());
-        match with_progress(&context, &what, run).await {
-            Ok(outcome) => run_result(outcome, session_id),
+        let doing = format!("running {what}");
+        if !as_task {
+            let run = self.result_of(request, session_id, context.ct.clone());
+            return with_progress(&context, &doing, Some(&watch), run)
+                .await
+                .into();
+        }
+        // Its own token: the run outlives the request once it is a task.
+        let cancel = CancellationToken::new();
+        let started = Instant::now();
+        let mut job = tokio::spawn({
+            let server = self.clone();
+            let cancel = cancel.clone();
+            async move { server.result_of(request, session_id, cancel).await }
+        });
+        let after = self.tasks.settings().after;
+        let early = with_progress(&context, &doing, Some(&watch), async {
+            tokio::select! {
+                done = &mut job => Some(done),
+                _ = tokio::time::sleep(after) => None,
+                _ = context.ct.cancelled() => {
+                    cancel.cancel();
+                    Some((&mut job).await)
+                }
+            }
+        })
+        .await;
+        if let Some(done) = early {
+            return finished(done).into();
+        }
+        match self.tasks.start(what, cancel, watch.clone(), started) {
+            Some(task) => {
+                let tasks = self.tasks.clone();
+                let id = task.task_id.clone();
+                tokio::spawn(async move {
+                    let done = job.await;
+                    tasks.finish(&id, done.map_err(|e| ErrorData::internal_error(e.to_string(), None)));
+                });
+                CallToolResponse::Task(CreateTaskResult::new(task))
+            }
+            // No room for one more task: answered when it ends, as without tasks.
+            None => finished(with_progress(&context, &doing, Some(&watch), job).await).into(),
+        }
+    }
+
+    /// Runs `request` and renders its result (or the tool error saying why it could not
+    /// run).
+    async fn result_of(
+        &self,
+        request: RunRequest,
+        session_id: Option<String>,
+        cancel: CancellationToken,
+    ) -> CallToolResult {
+        match self.runbox.run(request, cancel).await {
+            Ok(outcome) => run_result(outcome, session_id, &self.settings.results, &self.kept),
             Err(e) => tool_error(e.to_string()),
         }
     }
@@ -167,18 +288,12 @@ impl RunboxServer {
         Parameters(arguments): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let names = self.runbox.runtime_names();
-        let input: CreateSessionInput = match serde_json::from_value(arguments.into()) {
-            Ok(input) => input,
-            Err(e) => {
-                return tool_error(format!(
-                    "invalid arguments: {e}; create_session takes {{\"runtime\": one of {}}}",
-                    names.join(", ")
-                ))
-            }
+        let runtime = match check_create_session(arguments, &self.runbox.runtime_names()) {
+            Ok(runtime) => runtime,
+            Err(message) => return tool_error(message),
         };
-        let what = format!("starting a {} session", input.runtime);
-        let created = with_progress(&context, &what, self.runbox.create_session(&input.runtime));
+        let what = format!("starting a {runtime} session");
+        let created = with_progress(&context, &what, None, self.runbox.create_session(&runtime));
         match created.await {
             Ok(info) => {
                 let output = CreateSessionOutput {
@@ -221,18 +336,14 @@ impl RunboxServer {
         )
     )]
     async fn close_session(&self, Parameters(arguments): Parameters<JsonObject>) -> CallToolResult {
-        let input: CloseSessionInput = match serde_json::from_value(arguments.into()) {
-            Ok(input) => input,
-            Err(e) => {
-                return tool_error(format!(
-                    "invalid arguments: {e}; close_session takes {{\"session_id\": string}}"
-                ))
-            }
+        let session_id = match check_close_session(arguments) {
+            Ok(id) => id,
+            Err(message) => return tool_error(message),
         };
-        match self.runbox.close_session(&input.session_id) {
+        match self.runbox.close_session(&session_id) {
             Ok(()) => {
                 let output = CloseSessionOutput {
-                    session_id: input.session_id,
+                    session_id,
                     closed: true,
                 };
                 let text = format!(
@@ -250,7 +361,12 @@ impl RunboxServer {
 impl ServerHandler for RunboxServer {
     fn get_info(&self) -> ServerConfig {
         let names = self.runbox.runtime_names().join(", ");
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("runbox", env!("CARGO_PKG_VERSION"))
                     .with_title("runbox: run code in a sandbox"),
@@ -259,9 +375,50 @@ impl ServerHandler for RunboxServer {
                 "runbox runs programs in WebAssembly sandboxes. Call run_code with a runtime \
                  ({names}) and the program's source; list_runtimes tells versions, samples and \
                  limits. For multi-step work (load data once, then query it), create_session \
-                 and pass its session_id to run_code."
-            ))
+                 and pass its session_id to run_code. A result shows the head and tail of a \
+                 long output and links what it leaves out (runbox:// URIs, readable with \
+                 resources/read for {} s)."
+            , schema::secs(self.settings.resource_ttl.as_secs_f64())))
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id)
+    }
+
+    /// A kept output or file (`runbox://…`, linked from a result).
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let contents = self.read_kept(&request.uri)?;
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+/// A spawned call's result, or a tool error if its task panicked.
+fn finished(done: Result<CallToolResult, tokio::task::JoinError>) -> CallToolResult {
+    done.unwrap_or_else(|e| tool_error(format!("runbox failed while running the call: {e}")))
 }
 
 /// The tool description, written for a model: what runs, what the sandbox allows, the limits.

@@ -10,6 +10,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use super::access::{self, HttpAccess};
+use super::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
+use super::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
+use super::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use super::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
+use super::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
+use super::tasks::{TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER};
 use crate::server_bounds::DEFAULT_MAX_QUEUED;
 use crate::service::{LimitSettings, RunboxOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 
@@ -106,6 +112,40 @@ pub struct McpArgs {
         default_value_t = DEFAULT_SESSION_IDLE.as_secs_f64()
     )]
     pub session_idle_timeout: f64,
+    /// Output a result shows per stream, in bytes: past it, the head and the tail with a
+    /// marker between them (the whole output is linked, see --resource-ttl).
+    #[arg(long, env = "RUNBOX_SHOWN_OUTPUT_BYTES", value_name = "BYTES", default_value_t = DEFAULT_SHOWN_BYTES)]
+    pub shown_output_bytes: usize,
+    /// The largest serialized run_code result, in bytes (files past it are linked, not
+    /// inlined).
+    #[arg(long, env = "RUNBOX_MAX_RESULT_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_RESULT_BYTES)]
+    pub max_result_bytes: usize,
+    /// How long what a result left out (the whole output, output files) stays readable
+    /// with resources/read, in seconds.
+    #[arg(long, env = "RUNBOX_RESOURCE_TTL", value_name = "SECS", default_value_t = DEFAULT_RESOURCE_TTL.as_secs_f64())]
+    pub resource_ttl: f64,
+    /// Memory for what results left out, all results together, in bytes (part of the
+    /// server's memory budget); what does not fit is not linked.
+    #[arg(long, env = "RUNBOX_RETAINED_BYTES", value_name = "BYTES", default_value_t = DEFAULT_RETAINED_BYTES)]
+    pub retained_bytes: u64,
+    /// The most `timeout_seconds` may ask for from a client that speaks MCP tasks (its
+    /// long calls become tasks); --max-timeout still caps other clients.
+    #[arg(long, env = "RUNBOX_MAX_TASK_TIMEOUT", value_name = "SECS", default_value_t = DEFAULT_MAX_TASK_TIMEOUT.as_secs_f64())]
+    pub max_task_timeout: f64,
+    /// A call from a client that speaks MCP tasks that has not finished after this many
+    /// seconds is answered with a task to poll.
+    #[arg(long, env = "RUNBOX_TASK_AFTER", value_name = "SECS", default_value_t = DEFAULT_TASK_AFTER.as_secs_f64())]
+    pub task_after: f64,
+    /// Tasks kept at once (working, or finished and not yet expired).
+    #[arg(long, env = "RUNBOX_MAX_TASKS", value_name = "N", default_value_t = DEFAULT_MAX_TASKS)]
+    pub max_tasks: usize,
+    /// HTTP connections open at once; more wait to be accepted.
+    #[arg(long, env = "RUNBOX_MAX_CONNECTIONS", value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// MCP protocol sessions of handshake-era HTTP clients open at once (clients of the
+    /// 2026-07-28 revision need none); one more `initialize` gets 503.
+    #[arg(long, env = "RUNBOX_MAX_HTTP_SESSIONS", value_name = "N", default_value_t = DEFAULT_MAX_HTTP_SESSIONS)]
+    pub max_http_sessions: usize,
 }
 
 impl Default for McpArgs {
@@ -127,8 +167,27 @@ impl Default for McpArgs {
             max_compiles: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE.as_secs_f64(),
+            shown_output_bytes: DEFAULT_SHOWN_BYTES,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            resource_ttl: DEFAULT_RESOURCE_TTL.as_secs_f64(),
+            retained_bytes: DEFAULT_RETAINED_BYTES,
+            max_task_timeout: DEFAULT_MAX_TASK_TIMEOUT.as_secs_f64(),
+            task_after: DEFAULT_TASK_AFTER.as_secs_f64(),
+            max_tasks: DEFAULT_MAX_TASKS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_http_sessions: DEFAULT_MAX_HTTP_SESSIONS,
         }
     }
+}
+
+/// What the MCP handler needs beyond the [`crate::service::Runbox`]: how large results
+/// may be, how long what they leave out is kept, and how long calls become tasks.
+#[derive(Debug, Clone, Default)]
+pub struct ServerSettings {
+    pub results: ResultLimits,
+    pub resource_ttl: Duration,
+    pub retained_bytes: u64,
+    pub tasks: TaskSettings,
 }
 
 impl McpArgs {
@@ -176,6 +235,12 @@ impl McpArgs {
         }
         let session_idle_timeout = seconds("--session-idle-timeout", self.session_idle_timeout)?;
         Ok(RunboxOptions {
+            // Each HTTP connection holds a descriptor the runs must not count on.
+            connections: if self.http.is_some() {
+                self.max_connections
+            } else {
+                0
+            },
             max_queued: self.max_queued,
             server_memory_bytes,
             max_compiles: self.max_compiles.unwrap_or(defaults.max_compiles),
@@ -192,6 +257,58 @@ impl McpArgs {
             session_idle_timeout,
             ..defaults
         })
+    }
+
+    /// Checks the result, resource and task settings.
+    pub fn server_settings(&self) -> Result<ServerSettings> {
+        if self.shown_output_bytes < MIN_SHOWN_BYTES {
+            bail!("--shown-output-bytes must be at least {MIN_SHOWN_BYTES}");
+        }
+        if self.max_result_bytes < MIN_MAX_RESULT_BYTES {
+            bail!("--max-result-bytes must be at least {MIN_MAX_RESULT_BYTES}");
+        }
+        if self.shown_output_bytes.saturating_mul(5) > self.max_result_bytes {
+            bail!(
+                "--shown-output-bytes ({}) is too large for --max-result-bytes ({}): a result \
+                 shows each stream twice, and both interleaved",
+                self.shown_output_bytes,
+                self.max_result_bytes
+            );
+        }
+        let max_timeout = seconds("--max-timeout", self.max_timeout)?;
+        let max_task_timeout = seconds("--max-task-timeout", self.max_task_timeout)?;
+        if max_task_timeout < max_timeout {
+            bail!(
+                "--max-task-timeout ({} s) is lower than --max-timeout ({} s)",
+                self.max_task_timeout,
+                self.max_timeout
+            );
+        }
+        if self.max_tasks == 0 {
+            bail!("--max-tasks must be at least 1");
+        }
+        Ok(ServerSettings {
+            results: ResultLimits {
+                shown_bytes: self.shown_output_bytes,
+                max_result_bytes: self.max_result_bytes,
+            },
+            resource_ttl: seconds("--resource-ttl", self.resource_ttl)?,
+            retained_bytes: self.retained_bytes,
+            tasks: TaskSettings {
+                max_timeout: max_task_timeout,
+                after: seconds("--task-after", self.task_after)?,
+                max_tasks: self.max_tasks,
+                ttl: seconds("--resource-ttl", self.resource_ttl)?,
+            },
+        })
+    }
+
+    /// The HTTP transport's own bounds.
+    pub fn http_limits(&self) -> HttpLimits {
+        HttpLimits {
+            max_connections: self.max_connections.max(1),
+            max_sessions: self.max_http_sessions,
+        }
     }
 
     /// What the HTTP transport checks: the token (from --token-file or --token, checked;

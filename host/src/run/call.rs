@@ -160,7 +160,7 @@ impl Collect {
             before,
             &self.inputs,
             &self.own,
-            self.caps,
+            &self.caps,
             Self::max_entries(sandbox),
         )
         .unwrap_or_else(|e| {

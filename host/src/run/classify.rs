@@ -24,9 +24,6 @@ pub fn cancelled_before_start() -> RunOutcome {
     RunOutcome {
         status: RunStatus::Terminated,
         exit_code: None,
-        stdout: String::new(),
-        stderr: String::new(),
-        tty: String::new(),
         error: Some("cancelled by the client before it started".into()),
         truncated: false,
         ..RunOutcome::default()
@@ -54,19 +51,17 @@ pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Durati
             Some("cancelled by the client".into()),
         ),
     };
-    let out = run.output.take();
+    let output = run.output.take();
     RunOutcome {
         status,
         exit_code,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        tty: String::from_utf8_lossy(&out.tty).into_owned(),
         error,
-        truncated: out.truncated,
+        truncated: output.truncated,
         duration,
-        raw: out,
+        output,
         files: Vec::new(),
         memory_refused: run.memory.was_exceeded() || run.memory.parent_was_exceeded(),
+        held: Default::default(),
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-pub use request::{RunError, RunRequest};
+pub use request::{RunError, RunRequest, RunWatch};
 
 use crate::engine::SandboxEngine;
 use crate::files::{self, InputFile, OwnFiles};
@@ -76,8 +76,8 @@ impl Runner {
         })
     }
 
-    /// What a call holds in memory besides its payload: its output, kept per stream and
-    /// again interleaved.
+    /// What a call holds in memory besides its payload: its output (each stream once),
+    /// and as much again while the output is turned into text and interleaved.
     pub fn output_reservation(&self) -> usize {
         4 * self.limits.output_bytes
     }
@@ -98,9 +98,14 @@ impl Runner {
             own,
             caps: request.return_caps,
         };
+        let presentation = request.presentation_bytes;
         let ticket = self
             .admission
-            .admit(payload.saturating_add(self.output_reservation()))
+            .admit(
+                payload
+                    .saturating_add(self.output_reservation())
+                    .saturating_add(presentation),
+            )
             .map_err(RunError::Busy)?;
         let request = runtime::RunRequest {
             code: request.code,
@@ -132,6 +137,7 @@ impl Runner {
         } else {
             None
         };
+        let watch = request.watch.clone();
         let (request, collect, mut ticket) = self.admit(&plugin, request)?;
         let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
             return Ok(cancelled_before_start());
@@ -146,6 +152,9 @@ impl Runner {
                 (sandbox, Some(scratch))
             }
         };
+        if let Some(watch) = &watch {
+            watch.attach(&sandbox.output);
+        }
         let setup = CallSetup {
             sandbox: sandbox.clone(),
             timeout: limits.timeout,
@@ -169,6 +178,7 @@ impl Runner {
         };
         let mut outcome = classify(end.ended, &sandbox, limits.timeout, started.elapsed());
         outcome.files = end.files;
+        outcome.held = ticket.into_held();
         if outcome.status != RunStatus::Completed {
             sandbox.forget_new_programs();
         }

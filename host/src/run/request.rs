@@ -1,6 +1,9 @@
 //! What a caller asks for, and why a call could not be run.
 
+use std::sync::{Arc, OnceLock};
+
 use crate::files::{FileError, ReturnCaps};
+use crate::sandbox::output::OutputCapture;
 use crate::limits::{LimitOverrides, ZeroTimeout};
 use crate::preparation::NotReady;
 use crate::server_bounds::Busy;
@@ -21,8 +24,33 @@ pub struct RunRequest {
     pub files: Vec<(String, Vec<u8>)>,
     /// How much of the output files comes back with the outcome.
     pub return_caps: ReturnCaps,
+    /// Memory the caller needs to present the outcome (an MCP result, rendered and
+    /// serialized): reserved with the call at admission and held by the outcome
+    /// ([`crate::outcome::RunOutcome::held`]) until it is dropped.
+    pub presentation_bytes: usize,
     /// Run inside this session (see `session/`).
     pub session_id: Option<String>,
+    /// Lets the caller look at the call while it runs (its output so far).
+    pub watch: Option<Arc<RunWatch>>,
+}
+
+/// A window on a call under way: what it has written so far, for progress notes and a
+/// task's status. Empty until the call's sandbox exists.
+#[derive(Debug, Default)]
+pub struct RunWatch {
+    output: OnceLock<OutputCapture>,
+}
+
+impl RunWatch {
+    /// Called once the call has its sandbox.
+    pub fn attach(&self, output: &OutputCapture) {
+        let _ = self.output.set(output.clone());
+    }
+
+    /// Bytes written so far and the last line written, once the call runs.
+    pub fn output_so_far(&self) -> Option<(usize, String)> {
+        self.output.get().map(OutputCapture::so_far)
+    }
 }
 
 impl RunRequest {

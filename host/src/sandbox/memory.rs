@@ -139,6 +139,11 @@ impl MemoryBudget {
         }
     }
 
+    /// The budget this one also draws from, if any.
+    pub fn parent(&self) -> Option<&MemoryBudget> {
+        self.0.parent.as_ref()
+    }
+
     /// Takes `bytes` until the returned guard is dropped, or `None` when they don't fit.
     pub fn reserve(&self, bytes: usize) -> Option<Reservation> {
         self.try_take(bytes).then(|| Reservation {
@@ -160,6 +165,47 @@ impl Drop for Reservation {
         self.budget.give_back(self.bytes);
     }
 }
+
+impl Reservation {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// A reservation shared by what it pays for (a file's bytes read for a result, a call's
+/// payload and output until its result is rendered): the memory goes back when the last
+/// holder is dropped. `Held::default()` holds nothing.
+#[derive(Clone, Default)]
+pub struct Held(Option<Arc<Reservation>>);
+
+impl Held {
+    pub fn new(reservation: Reservation) -> Held {
+        Held(Some(Arc::new(reservation)))
+    }
+
+    /// Whether it holds a reservation.
+    pub fn is_held(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(r) => write!(f, "Held({} bytes)", r.bytes),
+            None => f.write_str("Held(nothing)"),
+        }
+    }
+}
+
+/// What is held does not make two values different.
+impl PartialEq for Held {
+    fn eq(&self, _: &Held) -> bool {
+        true
+    }
+}
+
+impl Eq for Held {}
 
 /// One store's share of the run's budget; returns what it holds when the store is dropped.
 #[derive(Debug)]

@@ -38,7 +38,6 @@ pub struct OutputLimitExceeded {
 struct Buffers {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
-    tty: Vec<u8>,
     segments: Vec<(Channel, usize)>,
     truncated: bool,
 }
@@ -50,26 +49,54 @@ pub struct OutputCapture {
     buffers: Arc<Mutex<Buffers>>,
 }
 
-/// What a run wrote, once it is over.
+/// What a run wrote, once it is over: each stream once, and the order of the writes
+/// (the interleaved `tty` is rebuilt from them when asked for, never stored twice).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CapturedOutput {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
-    pub tty: Vec<u8>,
-    /// `tty` split into consecutive runs of one channel: (channel, length in bytes).
+    /// The writes in order, merged into consecutive runs of one channel: (channel,
+    /// length in bytes).
     pub segments: Vec<(Channel, usize)>,
     pub truncated: bool,
 }
 
 impl CapturedOutput {
-    /// `tty` piece by piece, each with the stream it was written to.
+    /// Both streams interleaved in the order written, piece by piece, each with the
+    /// stream it was written to.
     pub fn tty_segments(&self) -> impl Iterator<Item = (Channel, &[u8])> {
-        let mut at = 0;
+        let (mut out, mut err) = (0, 0);
         self.segments.iter().map(move |(channel, len)| {
-            let piece = &self.tty[at..at + len];
-            at += len;
+            let piece = match channel {
+                Channel::Stdout => {
+                    out += len;
+                    &self.stdout[out - len..out]
+                }
+                Channel::Stderr => {
+                    err += len;
+                    &self.stderr[err - len..err]
+                }
+            };
             (*channel, piece)
         })
+    }
+
+    /// Both streams interleaved in the order written.
+    pub fn tty(&self) -> Vec<u8> {
+        let mut tty = Vec::with_capacity(self.stdout.len() + self.stderr.len());
+        for (_, piece) in self.tty_segments() {
+            tty.extend_from_slice(piece);
+        }
+        tty
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn len(&self) -> usize {
+        self.stdout.len() + self.stderr.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -97,7 +124,6 @@ impl OutputCapture {
         let Buffers {
             stdout,
             stderr,
-            tty,
             segments,
             truncated,
         } = &mut *b;
@@ -108,7 +134,6 @@ impl OutputCapture {
         let room = self.cap.saturating_sub(target.len());
         let kept = &bytes[..bytes.len().min(room)];
         target.extend_from_slice(kept);
-        tty.extend_from_slice(kept);
         match segments.last_mut() {
             Some((last, len)) if *last == channel => *len += kept.len(),
             _ if kept.is_empty() => {}
@@ -131,13 +156,35 @@ impl OutputCapture {
             .truncated
     }
 
+    /// Bytes written so far (both streams) and the last line written, at most 120
+    /// characters of it: what a long call's progress shows.
+    pub fn so_far(&self) -> (usize, String) {
+        let b = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let total = b.stdout.len() + b.stderr.len();
+        let stream = match b.segments.last() {
+            Some((Channel::Stderr, _)) => &b.stderr,
+            _ => &b.stdout,
+        };
+        let tail = &stream[stream.len().saturating_sub(512)..];
+        let line = tail
+            .split(|&c| c == b'\n')
+            .rev()
+            .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .unwrap_or_default();
+        let line: String = String::from_utf8_lossy(line)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(120)
+            .collect();
+        (total, line)
+    }
+
     /// Takes the output out of the capture.
     pub fn take(&self) -> CapturedOutput {
         let b = std::mem::take(&mut *self.buffers.lock().unwrap_or_else(|e| e.into_inner()));
         CapturedOutput {
             stdout: b.stdout,
             stderr: b.stderr,
-            tty: b.tty,
             segments: b.segments,
             truncated: b.truncated,
         }
@@ -237,7 +284,7 @@ mod tests {
         let out = c.take();
         assert_eq!(out.stdout, b"ac");
         assert_eq!(out.stderr, b"b");
-        assert_eq!(out.tty, b"abc");
+        assert_eq!(out.tty(), b"abc");
         let pieces: Vec<_> = out.tty_segments().collect();
         assert_eq!(
             pieces,
@@ -262,7 +309,7 @@ mod tests {
         let out = c.take();
         assert_eq!(out.stdout, b"1234");
         assert_eq!(out.stderr, b"abcd");
-        assert_eq!(out.tty, b"1234abcd");
+        assert_eq!(out.tty(), b"1234abcd");
         assert!(out.truncated);
     }
 }

@@ -90,6 +90,9 @@ impl Session {
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
         let _busy = Busy::new(self);
+        if let Some(watch) = &request.watch {
+            watch.attach(&self.sandbox.output);
+        }
         let (request, collect, mut ticket) = runner.admit(&self.plugin, request)?;
         // One call at a time: wait for the one before (its thread releases the lock).
         let mut live = tokio::select! {
@@ -123,6 +126,7 @@ impl Session {
         .await?;
         let mut outcome = classify(end.ended, &self.sandbox, limits.timeout, started.elapsed());
         outcome.files = end.files;
+        outcome.held = ticket.into_held();
         if outcome.status != RunStatus::Completed {
             self.sandbox.forget_new_programs();
             if self.keeps_state() {
