@@ -6,11 +6,13 @@
 //! child process under the run's limits: see `sandbox/program.rs`). Both enable only the
 //! WebAssembly proposals the default plugins need.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use wasmtime::component::Component;
+use wasmtime::error::Context as _;
 use wasmtime::{Config, Engine, OptLevel, Strategy};
 
 use crate::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
@@ -194,15 +196,24 @@ impl SandboxEngine {
 
     /// True when a compiled form for `key` is cached.
     pub fn is_compiled(&self, kind: CompiledKind, name: &str, key: &str) -> bool {
-        self.compiled_path(kind, name, key).is_file()
+        self.cache
+            .contains(kind, &self.compiled_path(kind, name, key))
     }
 
-    /// Loads the compiled file at `path` (written by runbox for this engine).
+    /// Loads the compiled file at `path` (written by runbox for this engine), opened
+    /// through the checked cache directory's descriptor (see [`CompiledCache::open_compiled`]).
     pub fn load_compiled(&self, kind: CompiledKind, path: &Path) -> wasmtime::Result<Component> {
+        let file = self
+            .cache
+            .open_compiled(kind, path)
+            .with_context(|| format!("cannot open the compiled file {}", path.display()))?;
         // SAFETY: the file was written by `precompile_component` of an engine with the
         // same configuration (wasmtime checks it, and its hash is part of the file name)
-        // into a cache directory only this user can write (checked at open).
-        unsafe { Component::deserialize_file(self.engine_for(kind), path) }
+        // into a cache directory only this user can write or replace (checked at open,
+        // with every directory above it), and opened through that directory's
+        // descriptor as a file of this user that nobody else can write.
+        unsafe { deserialize_open_file(self.engine_for(kind), file) }
+            .with_context(|| format!("failed to load code for: {}", path.display()))
     }
 
     /// Loads the component cached under `key`, or builds it with `make_component`,
@@ -216,14 +227,13 @@ impl SandboxEngine {
         make_component: impl FnOnce() -> anyhow::Result<Vec<u8>>,
     ) -> Result<Component, EngineError> {
         let path = self.compiled_path(kind, name, key);
-        if path.is_file() {
-            match self.load_compiled(kind, &path) {
-                Ok(c) => return Ok(c),
-                Err(e) => tracing::warn!(
-                    "recompiling {name}: cached {} unusable: {e:#}",
-                    path.display()
-                ),
-            }
+        match self.load_compiled(kind, &path) {
+            Ok(c) => return Ok(c),
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => tracing::warn!(
+                "recompiling {name}: cached {} unusable: {e:#}",
+                path.display()
+            ),
         }
         let compile_err = |source: anyhow::Error| EngineError::Compile {
             what: name.to_string(),
@@ -235,7 +245,12 @@ impl SandboxEngine {
             .precompile_component(&bytes)
             .map_err(|e| compile_err(e.into()))?;
         self.cache.ensure_dir(kind)?;
-        write_atomically(&path, &compiled)?;
+        self.cache
+            .write(kind, &path, &compiled)
+            .map_err(|source| EngineError::CacheWrite {
+                path: path.clone(),
+                source,
+            })?;
         self.cache.prune_superseded(&path, KEEP_SUPERSEDED);
         self.load_compiled(kind, &path)
             .map_err(|e| compile_err(e.into()))
@@ -246,18 +261,45 @@ impl SandboxEngine {
 /// one version of runbox without minutes of compiling.
 const KEEP_SUPERSEDED: usize = 2;
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, so the final
-/// name only ever holds complete content.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
-    let err = |source| EngineError::CacheWrite {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().expect("cache files live in a directory");
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+/// Whether loading failed because no compiled file is there (yet).
+fn is_not_found(e: &wasmtime::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    })
+}
+
+/// `Component::deserialize_file` for a file already open (wasmtime 48 has
+/// `Module::deserialize_open_file` but no component counterpart). On Linux the file is
+/// reopened through `/proc/self/fd`, which names the open file itself rather than a path
+/// to look up again, so wasmtime maps it as it maps any file (its memory images then
+/// share the file's pages); elsewhere, or when `/proc` is unavailable, its bytes are read.
+///
+/// # Safety
+///
+/// As for [`Component::deserialize_file`]: `file` must hold what
+/// `Engine::precompile_component` wrote, and nobody may change it while it is loaded.
+unsafe fn deserialize_open_file(engine: &Engine, file: File) -> wasmtime::Result<Component> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let proc = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let same =
+            |a: &std::fs::Metadata, b: &std::fs::Metadata| (a.dev(), a.ino()) == (b.dev(), b.ino());
+        if let (Ok(held), Ok(named)) = (file.metadata(), std::fs::metadata(&proc)) {
+            if same(&held, &named) {
+                // SAFETY: `proc` is `file` (checked above, and `file` stays open until
+                // wasmtime has opened it); the caller vouches for its contents.
+                return unsafe { Component::deserialize_file(engine, &proc) };
+            }
+        }
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+    // SAFETY: the caller vouches for the contents.
+    unsafe { Component::deserialize(engine, &bytes) }
 }
 
 /// One ticker thread per process advances the epoch of every engine it was given.
@@ -291,6 +333,58 @@ fn start_epoch_ticker(engine: &Engine) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Someone renames the cache directory away after the check and puts a directory of
+    /// their own in its place, with a valid compiled component under the same name: what
+    /// runbox loads is still what it compiled into the directory it checked.
+    #[test]
+    fn a_substituted_cache_directory_is_not_what_gets_loaded() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("cache").join("compiled");
+        let engine = SandboxEngine::new(&root, ProgramCompiler::default()).unwrap();
+        let component = |export: &str| {
+            wat::parse_str(format!(
+                r#"(component
+                    (core module $m (func (export "f")))
+                    (core instance $i (instantiate $m))
+                    (func $f (canon lift (core func $i "f")))
+                    (export "{export}" (func $f)))"#
+            ))
+            .unwrap()
+        };
+        let exports = |c: &Component| -> Vec<String> {
+            c.component_type()
+                .exports(engine.engine())
+                .map(|(name, _)| name.to_string())
+                .collect()
+        };
+        let kind = CompiledKind::Plugin;
+        let ours = engine
+            .load_or_compile(kind, "p", "k", || Ok(component("ours")))
+            .unwrap();
+        assert_eq!(exports(&ours), ["ours"]);
+        let path = engine.compiled_path(kind, "p", "k");
+
+        std::fs::rename(base.path().join("cache"), base.path().join("moved")).unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let theirs = engine
+            .engine()
+            .precompile_component(&component("theirs"))
+            .unwrap();
+        std::fs::write(&path, theirs).unwrap();
+
+        let again = engine.load_compiled(kind, &path).unwrap();
+        assert_eq!(exports(&again), ["ours"]);
+        let again = engine
+            .load_or_compile(kind, "p", "k", || panic!("compiled again"))
+            .unwrap();
+        assert_eq!(exports(&again), ["ours"]);
+        // A file only in the planted directory is not there for runbox.
+        let planted = engine.compiled_path(kind, "q", "k");
+        std::fs::copy(&path, &planted).unwrap();
+        assert!(!engine.is_compiled(kind, "q", "k"));
+        assert!(engine.load_compiled(kind, &planted).is_err());
+    }
 
     #[test]
     fn every_program_compiler_makes_an_engine() {
