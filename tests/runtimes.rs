@@ -339,3 +339,112 @@ async fn a_prestarted_interpreter_serves_one_run_and_is_replaced() {
     assert_eq!(capped, "capped\n");
     assert_eq!(rb.prestarted("ruby"), 1);
 }
+
+/// A call refused before it runs (here for an input path it may not use) leaves the
+/// warm interpreter where it is: none is taken, none started in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_calls_leave_the_prestarted_interpreter_alone() {
+    runbox();
+    let options = RunboxOptions {
+        only: vec!["ruby".into()],
+        ..common::options()
+    };
+    let rb = tokio::task::spawn_blocking(move || {
+        let manifest = Manifest::builtin().unwrap();
+        Runbox::load(&manifest, &common::cache(), options, &Progress::stderr()).unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(ruby_run(&rb, "puts 'first'", None).await, "first\n");
+    assert!(
+        until_prestarted(&rb, "ruby").await,
+        "no warm ruby was started"
+    );
+    let begun = rb.prestarts_begun();
+    for _ in 0..20 {
+        let refused = rb
+            .run(
+                RunRequest {
+                    runtime: "ruby".into(),
+                    code: "puts 1".into(),
+                    files: vec![("../escape.txt".into(), b"x".to_vec())],
+                    ..Default::default()
+                },
+                CancellationToken::new(),
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.to_string().contains("escape.txt"), "{refused}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rb.prestarted("ruby"), 1, "the warm ruby was taken");
+    assert_eq!(
+        rb.prestarts_begun(),
+        begun,
+        "interpreters were started for refused calls"
+    );
+}
+
+/// Calls that arrive while their runtime is still being prepared are admitted first: they
+/// hold a queue place (and their memory) while they wait, so past `--max-queued` one more
+/// is refused at once instead of waiting unaccounted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_waiting_for_preparation_are_admitted_first() {
+    runbox(); // the artifacts are fetched
+              // A cache with the shared artifacts but nothing compiled: php-cgi takes seconds to
+              // prepare.
+    let shared = common::cache_dir();
+    let dir = tempfile::tempdir_in(shared.parent().unwrap()).unwrap();
+    for part in ["artifacts", "packages", "mounts"] {
+        let status = std::process::Command::new("cp")
+            .arg("-al")
+            .arg(shared.join(part))
+            .arg(dir.path().join(part))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cp -al {part}");
+    }
+    let options = RunboxOptions {
+        only: vec!["php-cgi".into()],
+        max_concurrent: 1,
+        max_queued: 2,
+        ..common::options()
+    };
+    let manifest = Manifest::builtin().unwrap();
+    let cache = runbox::artifact::Cache::at(dir.path().to_path_buf());
+    let rb =
+        std::sync::Arc::new(Runbox::start(&manifest, &cache, options, Progress::hidden()).unwrap());
+    assert!(!rb.all_prepared(), "php-cgi was ready at once");
+    let call = |rb: std::sync::Arc<Runbox>| async move {
+        rb.run(
+            RunRequest {
+                runtime: "php-cgi".into(),
+                code: "<?php echo 'ok';".into(),
+                limits: LimitOverrides {
+                    timeout: Some(Duration::from_secs(120)),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+    };
+    let waiting: Vec<_> = (0..2).map(|_| tokio::spawn(call(rb.clone()))).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let refused = call(rb.clone()).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("busy") && started.elapsed() < Duration::from_secs(1),
+        "{refused} after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !rb.all_prepared(),
+        "php-cgi was prepared before the test could tell"
+    );
+    for call in waiting {
+        let out = call.await.unwrap().unwrap();
+        assert_eq!(out.stdout(), "ok", "{out:?}");
+    }
+}

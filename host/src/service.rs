@@ -23,6 +23,7 @@ use crate::manifest::Manifest;
 use crate::outcome::RunOutcome;
 use crate::plugin::{LoadedPlugin, PluginError};
 use crate::preparation::{PluginSlot, Preparation, Preparer};
+use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
@@ -285,6 +286,11 @@ impl Runbox {
         self.runner.prestarts.ready_count(runtime)
     }
 
+    /// Interpreters started ahead of time so far, all runtimes together.
+    pub fn prestarts_begun(&self) -> usize {
+        self.runner.prestarts.begun()
+    }
+
     /// Why `runtime` could not be prepared, if that is what became of it.
     pub fn preparation_failure(&self, runtime: &str) -> Option<String> {
         match self.plugins.get(runtime)?.state() {
@@ -337,9 +343,18 @@ impl Runbox {
             let session = self.session_for(id, &request.runtime)?;
             return session.run(&self.runner, request, limits, cancel).await;
         }
-        // A runtime still being prepared is waited for within the call's own time limit.
-        let plugin = self.plugin(&request.runtime, limits.timeout).await?;
-        self.runner.run_once(plugin, request, limits, cancel).await
+        let slot = self.slot(&request.runtime)?;
+        // Admitted first (a queue place, its memory), then waiting for a runtime still
+        // being prepared, within the call's own time limit.
+        let admitted = self.runner.admit(&slot.spec, request)?;
+        let plugin = match slot.ready() {
+            Some(plugin) => plugin,
+            None => tokio::select! {
+                ready = slot.wait_ready(limits.timeout) => ready?,
+                _ = cancel.cancelled() => return Ok(cancelled_before_start()),
+            },
+        };
+        self.runner.run_once(plugin, admitted, limits, cancel).await
     }
 
     /// A new session of `runtime`, waiting up to the default timeout while the runtime
@@ -380,15 +395,19 @@ impl Runbox {
         Ok(session)
     }
 
-    /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.
-    async fn plugin(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, RunError> {
-        let slot = self
-            .plugins
+    /// The slot of `runtime`, ready or not.
+    fn slot(&self, runtime: &str) -> Result<&Arc<PluginSlot>, RunError> {
+        self.plugins
             .get(runtime)
             .ok_or_else(|| RunError::UnknownRuntime {
                 name: runtime.to_string(),
                 valid: self.runtime_names(),
-            })?;
+            })
+    }
+
+    /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.
+    async fn plugin(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, RunError> {
+        let slot = self.slot(runtime)?;
         if let Some(plugin) = slot.ready() {
             return Ok(plugin);
         }

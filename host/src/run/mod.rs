@@ -24,6 +24,7 @@ pub use request::{RunError, RunRequest, RunWatch};
 use crate::engine::SandboxEngine;
 use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::{LimitSettings, RunLimits};
+use crate::manifest::PluginSpec;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
@@ -82,15 +83,10 @@ impl Runner {
         4 * self.limits.output_bytes
     }
 
-    /// Checks `request`'s input files against `plugin`'s own and admits the call (a
-    /// place in the queue, its memory): the request as the WIT carries it, what to
-    /// collect after it, and its ticket.
-    pub fn admit(
-        &self,
-        plugin: &LoadedPlugin,
-        request: RunRequest,
-    ) -> Result<(runtime::RunRequest, Collect, Ticket), RunError> {
-        let own = OwnFiles::new(plugin.spec.own_files.iter().cloned());
+    /// Checks `request`'s input files against the runtime's own (`spec`, known before
+    /// the runtime is ready) and admits the call: a place in the queue and its memory.
+    pub fn admit(&self, spec: &PluginSpec, request: RunRequest) -> Result<Admitted, RunError> {
+        let own = OwnFiles::new(spec.own_files.iter().cloned());
         let payload = request.payload_bytes();
         let inputs = files::check_inputs(request.files, &own)?;
         let collect = Collect {
@@ -107,24 +103,39 @@ impl Runner {
                     .saturating_add(presentation),
             )
             .map_err(RunError::Busy)?;
-        let request = runtime::RunRequest {
+        let wit = runtime::RunRequest {
             code: request.code,
             args: request.args,
             stdin: request.stdin,
             files: inputs.into_iter().map(into_wit_file).collect(),
         };
-        Ok((request, collect, ticket))
+        Ok(Admitted {
+            request: wit,
+            collect,
+            ticket,
+            watch: request.watch,
+        })
     }
 
-    /// Runs `request` once, in a fresh sandbox with a fresh instance of `plugin` (or,
-    /// for a runtime that is pre-started, one started ahead of time).
+    /// Runs an admitted call once, in a fresh sandbox with a fresh instance of `plugin`
+    /// (or, for a runtime that is pre-started, one started ahead of time, taken only once
+    /// the call has its run slot).
     pub async fn run_once(
         self: &Arc<Self>,
         plugin: Arc<LoadedPlugin>,
-        request: RunRequest,
+        admitted: Admitted,
         limits: RunLimits,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        let Admitted {
+            request,
+            collect,
+            mut ticket,
+            watch,
+        } = admitted;
+        let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
+            return Ok(cancelled_before_start());
+        };
         // A warm instance has the default memory cap and no program arguments.
         let prestarted = plugin.spec.prestart
             && keeps_sessions(&plugin)
@@ -136,11 +147,6 @@ impl Runner {
             warm
         } else {
             None
-        };
-        let watch = request.watch.clone();
-        let (request, collect, mut ticket) = self.admit(&plugin, request)?;
-        let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
-            return Ok(cancelled_before_start());
         };
         let started = Instant::now();
         let span = run_span(&plugin.spec.name, None);
@@ -232,6 +238,15 @@ impl Runner {
             }
         }
     }
+}
+
+/// An admitted call: the request as the WIT carries it, what to collect after it, its
+/// ticket (queue place and memory), and who watches it.
+pub struct Admitted {
+    pub request: runtime::RunRequest,
+    pub collect: Collect,
+    pub ticket: Ticket,
+    pub watch: Option<std::sync::Arc<RunWatch>>,
 }
 
 /// What a one-off call hands back to its thread: the plugin's answer, and the plugin.

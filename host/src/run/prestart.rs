@@ -39,6 +39,8 @@ pub struct Prestarts {
     ready: Mutex<HashMap<String, Vec<Warm>>>,
     /// Runtimes with a start under way.
     starting: Mutex<HashSet<String>>,
+    /// Starts begun since the server started (what they cost shows in tests).
+    begun: std::sync::atomic::AtomicUsize,
 }
 
 impl Prestarts {
@@ -49,6 +51,11 @@ impl Prestarts {
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(runtime)?
             .pop()
+    }
+
+    /// How many starts have begun, all runtimes together.
+    pub fn begun(&self) -> usize {
+        self.begun.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many warm instances of `runtime` are ready.
@@ -76,6 +83,9 @@ impl Prestarts {
         {
             return;
         }
+        prestarts
+            .begun
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let (runner, plugin) = (runner.clone(), plugin.clone());
         tokio::spawn(async move {
             let started = Instant::now();

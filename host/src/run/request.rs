@@ -3,9 +3,9 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::files::{FileError, ReturnCaps};
-use crate::sandbox::output::OutputCapture;
 use crate::limits::{LimitOverrides, ZeroTimeout};
 use crate::preparation::NotReady;
+use crate::sandbox::output::OutputCapture;
 use crate::server_bounds::Busy;
 
 /// One program to run, as a client asks for it.

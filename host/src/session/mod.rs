@@ -27,7 +27,7 @@ use crate::plugin::LoadedPlugin;
 use crate::run::call::{run_call, CallSetup};
 use crate::run::classify::{cancelled_before_start, classify};
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
-use crate::run::{record, run_span, RunError, RunRequest, Runner};
+use crate::run::{record, run_span, Admitted, RunError, RunRequest, Runner};
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
@@ -93,7 +93,12 @@ impl Session {
         if let Some(watch) = &request.watch {
             watch.attach(&self.sandbox.output);
         }
-        let (request, collect, mut ticket) = runner.admit(&self.plugin, request)?;
+        let Admitted {
+            request,
+            collect,
+            mut ticket,
+            ..
+        } = runner.admit(&self.plugin.spec, request)?;
         // One call at a time: wait for the one before (its thread releases the lock).
         let mut live = tokio::select! {
             live = self.live.clone().lock_owned() => live,
