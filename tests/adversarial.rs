@@ -471,7 +471,8 @@ async fn memory_attacks_end_cleanly_and_the_host_survives() {
         }
         let again = run(runtime, hello_45(runtime)).await;
         assert_eq!(
-            again.stdout(), "45\n",
+            again.stdout(),
+            "45\n",
             "{runtime} after memory attacks: {again:?}"
         );
     }

@@ -170,7 +170,10 @@ async fn link_errors_are_diagnostics_too() {
     let out = run("clang", c).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_ne!(out.exit_code, Some(0), "{out:?}");
-    assert!(out.stderr().contains("undefined symbol: missing"), "{out:?}");
+    assert!(
+        out.stderr().contains("undefined symbol: missing"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

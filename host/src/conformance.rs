@@ -291,9 +291,13 @@ impl Suite<'_> {
             Ok(out) => out,
             Err(e) => return Some(e),
         };
-        let seen = [out.stdout().into_owned(), out.stderr().into_owned(), out.tty()]
-            .iter()
-            .any(|s| s.contains(&secret));
+        let seen = [
+            out.stdout().into_owned(),
+            out.stderr().into_owned(),
+            out.tty(),
+        ]
+        .iter()
+        .any(|s| s.contains(&secret));
         seen.then(|| "the program read the host canary file".to_string())
     }
 

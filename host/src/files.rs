@@ -674,8 +674,15 @@ mod tests {
             total_bytes: 1,
             keep: Some(keep.clone()),
         };
-        let out = collect_outputs(&root, &Baseline::default(), &[], &OwnFiles::default(), &caps, 100)
-            .unwrap();
+        let out = collect_outputs(
+            &root,
+            &Baseline::default(),
+            &[],
+            &OwnFiles::default(),
+            &caps,
+            100,
+        )
+        .unwrap();
         let kept: Vec<(bool, bool)> = out
             .iter()
             .map(|f| (f.contents.is_some(), f.held.is_held()))

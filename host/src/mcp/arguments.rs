@@ -261,8 +261,9 @@ pub fn check_create_session(arguments: JsonObject, names: &[String]) -> Result<S
 
 /// `close_session`'s arguments: the session id.
 pub fn check_close_session(arguments: JsonObject) -> Result<String, String> {
-    let invalid =
-        |e: String| format!("invalid arguments: {e}; close_session takes {{\"session_id\": string}}");
+    let invalid = |e: String| {
+        format!("invalid arguments: {e}; close_session takes {{\"session_id\": string}}")
+    };
     let mut fields = Fields::new(arguments, String::new(), &["session_id"]).map_err(invalid)?;
     let id = fields.required_string("session_id").map_err(invalid)?;
     check_session_id(&id)?;
@@ -325,7 +326,9 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("f64"), "{e}");
-        let e = check(json!({"code": 3, "runtime": "python"})).err().unwrap();
+        let e = check(json!({"code": 3, "runtime": "python"}))
+            .err()
+            .unwrap();
         assert!(e.contains("`code` must be a string, not a number"), "{e}");
         let e = check(json!({"code": "1", "runtime": "python", "files": "a.txt"}))
             .err()
@@ -366,7 +369,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             ok.files,
-            [("a.txt".into(), b"hi".to_vec()), ("b.bin".into(), vec![0, 1])]
+            [
+                ("a.txt".into(), b"hi".to_vec()),
+                ("b.bin".into(), vec![0, 1])
+            ]
         );
     }
 
@@ -378,9 +384,7 @@ mod tests {
             check_create_session(args(json!({"runtime": "python"})), &names).unwrap(),
             "python"
         );
-        let e = check_create_session(args(json!({})), &names)
-            .err()
-            .unwrap();
+        let e = check_create_session(args(json!({})), &names).err().unwrap();
         assert!(
             e.contains("missing field `runtime`") && e.contains("python"),
             "{e}"
@@ -388,6 +392,9 @@ mod tests {
         let e = check_close_session(args(json!({"session_id": 5})))
             .err()
             .unwrap();
-        assert!(e.contains("`session_id` must be a string, not a number"), "{e}");
+        assert!(
+            e.contains("`session_id` must be a string, not a number"),
+            "{e}"
+        );
     }
 }

@@ -166,8 +166,7 @@ fn fit(draft: &mut Draft, max: usize, kept: &Retained, handle: &str) -> CallTool
         }
         if draft.shown_bytes > MIN_SHOWN_BYTES {
             draft.shown_bytes = (draft.shown_bytes / 2).max(MIN_SHOWN_BYTES);
-            if draft.base.output_uri.is_none() && shows_less(&draft.output, draft.shown_bytes)
-            {
+            if draft.base.output_uri.is_none() && shows_less(&draft.output, draft.shown_bytes) {
                 // Now something is left out: keep the whole output after all, if it fits.
                 if let Some(reservation) = kept.reserve(draft.output.len()) {
                     let item = Item::Output(draft.output.clone(), Held::new(reservation));

@@ -228,7 +228,11 @@ impl Screen {
                 Some(response)
             }
             (Some("resources/read"), Some(session)) => {
-                let known = self.sessions.has_session(&session.into()).await.unwrap_or(false);
+                let known = self
+                    .sessions
+                    .has_session(&session.into())
+                    .await
+                    .unwrap_or(false);
                 if !known {
                     // rmcp's own answer for an unknown session.
                     return None;
@@ -251,7 +255,10 @@ fn json_response(status: StatusCode, message: &Value) -> Response {
     let body = serde_json::to_vec(message).expect("JSON values serialize");
     (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body,
     )
         .into_response()

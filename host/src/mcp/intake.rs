@@ -61,9 +61,7 @@ impl Intake {
         }
         let summary = scan(bytes, &self.limits)?;
         let needed = summary.parse_cost();
-        self.budget
-            .reserve(needed)
-            .ok_or(Refusal::Busy { needed })
+        self.budget.reserve(needed).ok_or(Refusal::Busy { needed })
     }
 }
 
@@ -108,7 +106,10 @@ mod tests {
         let answer = refusal.answer(message.as_bytes());
         assert_eq!(answer["id"], 7);
         assert_eq!(answer["error"]["code"], INVALID_REQUEST);
-        assert!(answer["error"]["message"].as_str().unwrap().contains("100000"));
+        assert!(answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("100000"));
     }
 
     #[test]
@@ -120,7 +121,10 @@ mod tests {
         assert!(budget.used() > 0);
         drop(held);
         assert_eq!(budget.used(), 0);
-        let big = format!(r#"{{"jsonrpc":"2.0","id":"b","method":"x","params":{{"s":"{}"}}}}"#, "y".repeat(8192));
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":"b","method":"x","params":{{"s":"{}"}}}}"#,
+            "y".repeat(8192)
+        );
         let refusal = intake.screen(big.as_bytes()).unwrap_err();
         assert!(matches!(refusal, Refusal::Busy { .. }));
         assert_eq!(refusal.answer(big.as_bytes())["id"], "b");

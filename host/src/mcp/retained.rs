@@ -69,9 +69,7 @@ pub enum ReadError {
          readable for {ttl_secs} s after the run; run the program again to get them"
     )]
     Gone { uri: String, ttl_secs: u64 },
-    #[error(
-        "reading `{0}` needs more memory than the server has free now; try again shortly"
-    )]
+    #[error("reading `{0}` needs more memory than the server has free now; try again shortly")]
     Busy(String),
 }
 
@@ -229,7 +227,11 @@ pub fn file_uri(handle: &str, path: &str) -> String {
 pub fn parse_uri(uri: &str) -> Option<(String, String)> {
     let rest = uri.strip_prefix(SCHEME)?;
     let (handle, path) = rest.split_once('/')?;
-    if handle.is_empty() || !handle.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+    if handle.is_empty()
+        || !handle
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+    {
         return None;
     }
     let segments: Option<Vec<String>> = path.split('/').map(percent_decode).collect();
@@ -320,7 +322,12 @@ mod tests {
             file_uri("h", "%2e%2e/x\ny"),
             "runbox://h/files/%252e%252e/x%0Ay"
         );
-        for path in ["files/dir/a b#frag?q=1.csv", "files/%2e%2e/x\ny", "files/é.txt", "stdout"] {
+        for path in [
+            "files/dir/a b#frag?q=1.csv",
+            "files/%2e%2e/x\ny",
+            "files/é.txt",
+            "stdout",
+        ] {
             let (handle, back) = parse_uri(&uri("h1", path)).unwrap();
             assert_eq!((handle.as_str(), back.as_str()), ("h1", path));
         }
@@ -333,7 +340,12 @@ mod tests {
     fn file(bytes: &[u8], text: bool) -> Item {
         Item::File {
             bytes: Bytes::copy_from_slice(bytes),
-            mime_type: if text { "text/plain" } else { "application/octet-stream" }.into(),
+            mime_type: if text {
+                "text/plain"
+            } else {
+                "application/octet-stream"
+            }
+            .into(),
             text,
             held: Held::default(),
         }
@@ -366,7 +378,10 @@ mod tests {
             ResourceContents::TextResourceContents { text, .. } => Some(text),
             _ => None,
         };
-        assert_eq!(text(kept.read(&uri(&handle, "stdout")).unwrap()).unwrap(), "out\n");
+        assert_eq!(
+            text(kept.read(&uri(&handle, "stdout")).unwrap()).unwrap(),
+            "out\n"
+        );
         // Control characters are never sent as JSON text.
         assert!(text(kept.read(&uri(&handle, "stderr")).unwrap()).is_none());
         assert!(text(kept.read(&uri(&handle, "output")).unwrap()).is_none());

@@ -608,7 +608,10 @@ mod tests {
         let props = &run["properties"];
         assert_eq!(props["timeout_seconds"]["type"], "number");
         assert_eq!(props["files"]["type"], "array");
-        assert_eq!(props["files"]["items"]["properties"]["encoding"]["type"], "string");
+        assert_eq!(
+            props["files"]["items"]["properties"]["encoding"]["type"],
+            "string"
+        );
         assert_eq!(props["session_id"]["type"], "string");
         assert_eq!(props["session_id"]["x-mcp-header"], "Session");
     }

@@ -26,16 +26,13 @@ use super::arguments::{check_close_session, check_create_session, check_run_code
 use super::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
 use super::progress::with_progress;
 use super::retained::{ReadError, Retained};
+use super::schema::{self, CloseSessionOutput, CreateSessionOutput, Limits, ListRuntimesOutput};
 use super::settings::ServerSettings;
 use super::tasks::Tasks;
-use tokio_util::sync::CancellationToken;
-use super::schema::{
-    self, CloseSessionOutput, CreateSessionOutput, Limits,
-    ListRuntimesOutput,
-};
 use crate::files::ReturnCaps;
 use crate::run::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
+use tokio_util::sync::CancellationToken;
 
 /// The MCP server: cheap to clone (one per HTTP session), all clones share one [`Runbox`]
 /// (one limit of concurrent runs, one set of sessions) and one store of kept results.
@@ -221,7 +218,10 @@ impl RunboxServer {
                 let id = task.task_id.clone();
                 tokio::spawn(async move {
                     let done = job.await;
-                    tasks.finish(&id, done.map_err(|e| ErrorData::internal_error(e.to_string(), None)));
+                    tasks.finish(
+                        &id,
+                        done.map_err(|e| ErrorData::internal_error(e.to_string(), None)),
+                    );
                 });
                 CallToolResponse::Task(CreateTaskResult::new(task))
             }
@@ -377,8 +377,9 @@ impl ServerHandler for RunboxServer {
                  limits. For multi-step work (load data once, then query it), create_session \
                  and pass its session_id to run_code. A result shows the head and tail of a \
                  long output and links what it leaves out (runbox:// URIs, readable with \
-                 resources/read for {} s)."
-            , schema::secs(self.settings.resource_ttl.as_secs_f64())))
+                 resources/read for {} s).",
+                schema::secs(self.settings.resource_ttl.as_secs_f64())
+            ))
     }
 
     async fn get_task(

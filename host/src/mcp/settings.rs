@@ -10,9 +10,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use super::access::{self, HttpAccess};
+use super::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use super::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
 use super::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
-use super::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use super::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
 use super::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
 use super::tasks::{TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER};

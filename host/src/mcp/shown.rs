@@ -112,7 +112,10 @@ fn tail_start(bytes: &[u8], budget: usize) -> usize {
         start += len;
     }
     let quarter = (bytes.len() - start) / 4;
-    match bytes[start..start + quarter].iter().position(|&b| b == b'\n') {
+    match bytes[start..start + quarter]
+        .iter()
+        .position(|&b| b == b'\n')
+    {
         Some(at) => start + at + 1,
         None => start,
     }

@@ -216,9 +216,15 @@ mod tests {
             Arc::new(Mutex::new(to_client)),
             closed.clone(),
         ));
-        let deep = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"x","params":{}}}"#, "[".repeat(100) + &"]".repeat(100));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"x","params":{}}}"#,
+            "[".repeat(100) + &"]".repeat(100)
+        );
         client
-            .write_all(format!("{deep}\nnot json\n{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}}\n").as_bytes())
+            .write_all(
+                format!("{deep}\nnot json\n{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}}\n")
+                    .as_bytes(),
+            )
             .await
             .unwrap();
         drop(client);
@@ -234,6 +240,12 @@ mod tests {
             .collect();
         assert_eq!(answers.len(), 1, "{answered}");
         assert_eq!(answers[0]["id"], 3);
-        assert!(answers[0]["error"]["message"].as_str().unwrap().contains("deep"), "{answered}");
+        assert!(
+            answers[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("deep"),
+            "{answered}"
+        );
     }
 }

@@ -150,7 +150,10 @@ impl Tasks {
         entry.task.status_message = Some(match &entry.state {
             State::Cancelled => "cancelled by tasks/cancel".to_string(),
             State::Failed(_) => "failed".to_string(),
-            _ => format!("finished after {:.1} s", entry.started.elapsed().as_secs_f64()),
+            _ => format!(
+                "finished after {:.1} s",
+                entry.started.elapsed().as_secs_f64()
+            ),
         });
         entry.task.last_updated_at = timestamp();
     }
@@ -267,7 +270,9 @@ fn timestamp() -> String {
     rmcp::task_manager::current_timestamp()
 }
 
-fn lock(entries: &Mutex<HashMap<String, Entry>>) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+fn lock(
+    entries: &Mutex<HashMap<String, Entry>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
     entries.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -284,7 +289,9 @@ fn start_sweeper(entries: Weak<Mutex<HashMap<String, Entry>>>, ttl: Duration) {
         .name("runbox-tasks".into())
         .spawn(move || loop {
             std::thread::sleep(every);
-            let Some(entries) = entries.upgrade() else { return };
+            let Some(entries) = entries.upgrade() else {
+                return;
+            };
             sweep(&mut lock(&entries), ttl);
         });
     if let Err(e) = spawned {
@@ -356,7 +363,12 @@ mod tests {
         let (_b, _) = start(&tasks);
         // Both working: no room.
         assert!(tasks
-            .start("x".into(), CancellationToken::new(), Arc::default(), Instant::now())
+            .start(
+                "x".into(),
+                CancellationToken::new(),
+                Arc::default(),
+                Instant::now()
+            )
             .is_none());
         tasks.finish(&a, Ok(CallToolResult::success(vec![])));
         let (_c, _) = start(&tasks);
