@@ -320,6 +320,20 @@ result_scenarios!(
     gone,
 );
 
+/// Long runs as MCP tasks, in raw JSON-RPC (no SDK in the suite speaks the extension).
+macro_rules! task_scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod tasks_over_stdio {
+            $(#[test] fn $name() { super::scenario_with("tasks.py", &["stdio", stringify!($name)], "auto"); })*
+        }
+        mod tasks_over_http {
+            $(#[test] fn $name() { super::scenario_with("tasks.py", &["http", stringify!($name)], "auto"); })*
+        }
+    };
+}
+
+task_scenarios!(long_run, cancel, quick_and_refused, in_a_session);
+
 /// Handshake-era clients over HTTP read big links too (runbox answers their
 /// `resources/read` as one JSON body, not one server-sent event past their 1 MiB cap).
 #[test]
