@@ -334,6 +334,30 @@ macro_rules! task_scenarios {
 
 task_scenarios!(long_run, cancel, quick_and_refused, in_a_session);
 
+/// The server's own bounds under hostile clients, measured on the server process.
+mod hardening {
+    #[test]
+    fn wide_messages_over_stdio() {
+        super::scenario("hardening.py", "wide_messages_over_stdio");
+    }
+    #[test]
+    fn wide_messages_over_http() {
+        super::scenario("hardening.py", "wide_messages_over_http");
+    }
+    #[test]
+    fn rendering_stays_in_the_budget() {
+        super::scenario("hardening.py", "rendering_stays_in_the_budget");
+    }
+    #[test]
+    fn http_sessions_are_capped() {
+        super::scenario("hardening.py", "http_sessions_are_capped");
+    }
+    #[test]
+    fn half_sent_requests() {
+        super::scenario("hardening.py", "half_sent_requests");
+    }
+}
+
 /// Handshake-era clients over HTTP read big links too (runbox answers their
 /// `resources/read` as one JSON body, not one server-sent event past their 1 MiB cap).
 #[test]

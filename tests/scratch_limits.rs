@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
+use runbox::artifact::Progress;
+use runbox::manifest::Manifest;
 use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
 
 /// What each runtime's C library says for ENOSPC.
 const NO_SPACE: &str = "No space left on device";
@@ -348,12 +352,13 @@ async fn run_watching(
 
 /// ENOSPC as the program printed it (C's strerror, or Node.js's lower-case wording).
 fn saw_no_space(out: &RunOutcome) -> bool {
-    out.tty.to_lowercase().contains(&NO_SPACE.to_lowercase())
+    out.tty().to_lowercase().contains(&NO_SPACE.to_lowercase())
 }
 
 /// The number in `stopped after N <unit>` of the program's output.
 fn stopped_after(out: &RunOutcome, unit: &str) -> Option<u64> {
-    let rest = out.stdout.split("stopped after ").nth(1)?;
+    let stdout = out.stdout();
+    let rest = stdout.split("stopped after ").nth(1)?;
     let (n, rest) = rest.split_once(' ')?;
     rest.starts_with(unit).then(|| n.parse().ok())?
 }
@@ -419,7 +424,7 @@ async fn writing_and_reading_a_megabyte_works() {
     for runtime in RUNTIMES {
         let out = run(runtime, megabyte(runtime)).await;
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
-        assert_eq!(out.stdout, "ok 1048576\n", "{runtime}: {out:?}");
+        assert_eq!(out.stdout(), "ok 1048576\n", "{runtime}: {out:?}");
     }
 }
 
@@ -454,7 +459,7 @@ async fn space_comes_back_when_files_are_deleted_rewritten_or_replaced() {
                 print('ok')\n";
     let out = run_with("python", code, None, Some(Duration::from_secs(60))).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.stdout, "ok\n", "{out:?}");
+    assert_eq!(out.stdout(), "ok\n", "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -481,7 +486,7 @@ async fn a_deleted_file_keeps_its_space_while_it_is_open() {
     let out = run_with("python", code, None, Some(Duration::from_secs(30))).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(
-        out.stdout,
+        out.stdout(),
         format!("while open: {NO_SPACE}\nafter close: fits\n"),
         "{out:?}"
     );
@@ -504,7 +509,7 @@ async fn sparse_writes_and_growing_truncates_pay_for_their_size() {
     let out = run("python", code).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert_eq!(
-        out.stdout,
+        out.stdout(),
         format!(
             "pwrite past 1 GiB: {NO_SPACE}\nftruncate to 1 GiB: {NO_SPACE}\nsize {}\n",
             (200 << 20) + 1
@@ -528,8 +533,199 @@ async fn a_crash_after_the_disk_filled_up_stays_a_crash_and_mentions_the_disk() 
                 }\n";
     let out = run_with("clang", code, None, Some(Duration::from_secs(60))).await;
     assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
-    assert_eq!(out.stdout, format!("full: {NO_SPACE}\n"), "{out:?}");
+    assert_eq!(out.stdout(), format!("full: {NO_SPACE}\n"), "{out:?}");
     let error = out.error.as_deref().unwrap_or_default();
     assert!(error.contains("unreachable"), "{out:?}");
     assert!(error.contains("earlier in the run: disk limit"), "{out:?}");
+}
+
+/// The scratch cap of [`small_scratch`]: 1 MiB.
+const SMALL_SCRATCH: u64 = 1 << 20;
+
+/// A Runbox of its own with only `python` and a [`SMALL_SCRATCH`] cap, loaded once.
+async fn small_scratch() -> std::sync::Arc<Runbox> {
+    static RUNBOX: tokio::sync::OnceCell<std::sync::Arc<Runbox>> =
+        tokio::sync::OnceCell::const_new();
+    RUNBOX
+        .get_or_init(|| async {
+            tokio::task::spawn_blocking(|| {
+                let manifest = Manifest::builtin().expect("built-in plugins.toml");
+                let options = RunboxOptions {
+                    limits: LimitSettings {
+                        scratch_bytes: SMALL_SCRATCH,
+                        ..LimitSettings::default()
+                    },
+                    only: vec!["python".into()],
+                    ..common::options()
+                };
+                let rb = Runbox::load(&manifest, &common::cache(), options, &Progress::stderr());
+                std::sync::Arc::new(rb.expect("load python"))
+            })
+            .await
+            .unwrap()
+        })
+        .await
+        .clone()
+}
+
+/// Runs python `code` under the [`SMALL_SCRATCH`] cap.
+async fn run_small_scratch(code: &str) -> RunOutcome {
+    small_scratch()
+        .await
+        .run(
+            RunRequest {
+                runtime: "python".into(),
+                code: code.into(),
+                limits: LimitOverrides {
+                    timeout: Some(Duration::from_secs(30)),
+                    ..LimitOverrides::default()
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run")
+}
+
+/// Python that defines `fill(make, what)`: calls `make(i)` for i = 0, 1, … until it
+/// fails, and prints `<what> N: <error>` (N made; `no limit` if all 2,000 worked).
+const FILL: &str = "import os\n\
+                    def fill(make, what):\n\
+                    \x20   n = 0\n\
+                    \x20   try:\n\
+                    \x20       for i in range(2000):\n\
+                    \x20           make(i)\n\
+                    \x20           n += 1\n\
+                    \x20       print(f'{what} {n}: no limit')\n\
+                    \x20   except OSError as e:\n\
+                    \x20       print(f'{what} {n}: {e.strerror}')\n\
+                    \x20   return n\n";
+
+/// What `fill` printed for `what`: how many it made and why it stopped, e.g.
+/// `(262, "No space left on device")`. (In WASI, ENOSPC is errno 51, not Linux's 28.)
+fn filled(out: &RunOutcome, what: &str) -> Vec<(u64, String)> {
+    out.stdout()
+        .lines()
+        .filter_map(|l| l.strip_prefix(what)?.strip_prefix(' '))
+        .map(|rest| {
+            let (n, why) = rest.split_once(": ").unwrap();
+            (n.parse().unwrap(), why.to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlink_targets_and_directories_are_charged_to_the_scratch_cap() {
+    // 4,000-byte targets and directories until ENOSPC, twice each: the second round
+    // only fits if removing the first gave its bytes back.
+    let code = format!(
+        "{FILL}\
+         target = 't' * 4000\n\
+         for round in range(2):\n\
+         \x20   n = fill(lambda i: os.symlink(target, f'/l{{i}}'), 'links')\n\
+         \x20   print('half-made link', os.path.lexists(f'/l{{n}}'))\n\
+         \x20   for i in range(n):\n\
+         \x20       os.unlink(f'/l{{i}}')\n\
+         for round in range(2):\n\
+         \x20   n = fill(lambda i: os.mkdir(f'/d{{i}}'), 'dirs')\n\
+         \x20   print('half-made dir', os.path.lexists(f'/d{{n}}'))\n\
+         \x20   for i in range(n):\n\
+         \x20       os.rmdir(f'/d{{i}}')\n\
+         # Fill what is left exactly (the largest size `ftruncate` allows): then not even\n\
+         # a one-byte link fits; with 200 bytes freed, twenty 10-byte links do.\n\
+         fd = os.open('/full', os.O_RDWR | os.O_CREAT)\n\
+         lo, hi = 0, {SMALL_SCRATCH}\n\
+         while lo < hi:\n\
+         \x20   mid = (lo + hi + 1) // 2\n\
+         \x20   try:\n\
+         \x20       os.ftruncate(fd, mid)\n\
+         \x20       lo = mid\n\
+         \x20   except OSError:\n\
+         \x20       hi = mid - 1\n\
+         os.ftruncate(fd, lo)\n\
+         fill(lambda i: os.symlink('t', f'/one{{i}}'), 'one-byte links')\n\
+         fill(lambda i: os.mkdir(f'/full-dir{{i}}'), 'full dirs')\n\
+         os.ftruncate(fd, lo - 200)\n\
+         fill(lambda i: os.symlink('t' * 10, f'/s{{i}}'), 'short links')\n"
+    );
+    let out = run_small_scratch(&code).await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    // The cap less what else the run holds: the program file and `.runbox/`, if the
+    // plugin makes it (a few kB).
+    let most_links = SMALL_SCRATCH / 4000;
+    let most_dirs = SMALL_SCRATCH / 4096;
+    let links = filled(&out, "links");
+    let dirs = filled(&out, "dirs");
+    assert_eq!(links.len(), 2, "{out:?}");
+    assert_eq!(dirs.len(), 2, "{out:?}");
+    for (n, why) in links {
+        assert_eq!(why, NO_SPACE, "links: {out:?}");
+        assert!(
+            (most_links - 4..=most_links).contains(&n),
+            "{n} links: {out:?}"
+        );
+    }
+    for (n, why) in dirs {
+        assert_eq!(why, NO_SPACE, "dirs: {out:?}");
+        assert!(
+            (most_dirs - 4..=most_dirs).contains(&n),
+            "{n} dirs: {out:?}"
+        );
+    }
+    // Nothing is created past the cap.
+    let stdout = out.stdout();
+    assert_eq!(stdout.matches("half-made link False").count(), 2, "{out:?}");
+    assert_eq!(stdout.matches("half-made dir False").count(), 2, "{out:?}");
+    // Each link is charged its target's length, each directory 4 kB.
+    let full = [(0, NO_SPACE.to_string())];
+    assert_eq!(filled(&out, "one-byte links"), full, "{out:?}");
+    assert_eq!(filled(&out, "full dirs"), full, "{out:?}");
+    assert_eq!(
+        filled(&out, "short links"),
+        [(20, NO_SPACE.to_string())],
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_or_renaming_over_symlinks_and_directories_gives_their_bytes_back() {
+    // Each loop charges 600 * 4,000 bytes or more, over twice the cap: every one fails
+    // unless removals give the bytes back.
+    let code = format!(
+        "{FILL}\
+         target = 't' * 4000\n\
+         def loop(what, *steps):\n\
+         \x20   try:\n\
+         \x20       for i in range(600):\n\
+         \x20           for step in steps:\n\
+         \x20               step()\n\
+         \x20       print(what, 'ok')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(what, 'failed at', i, e)\n\
+         loop('link-unlink', lambda: os.symlink(target, '/l'), lambda: os.unlink('/l'))\n\
+         loop('mkdir-rmdir', lambda: os.mkdir('/d'), lambda: os.rmdir('/d'))\n\
+         loop('link-over', lambda: os.symlink(target, '/new'), lambda: os.replace('/new', '/link'))\n\
+         loop('dir-over', lambda: os.mkdir('/newdir'), lambda: os.replace('/newdir', '/dir'))\n\
+         os.unlink('/link')\n\
+         os.rmdir('/dir')\n\
+         # Everything came back, and no more than that: a full round still stops at the cap.\n\
+         fill(lambda i: os.symlink(target, f'/l{{i}}'), 'links')\n"
+    );
+    let out = run_small_scratch(&code).await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert!(
+        out.stdout()
+            .starts_with("link-unlink ok\nmkdir-rmdir ok\nlink-over ok\ndir-over ok\n"),
+        "{out:?}"
+    );
+    let most_links = SMALL_SCRATCH / 4000;
+    let links = filled(&out, "links");
+    assert_eq!(links.len(), 1, "{out:?}");
+    let (n, why) = &links[0];
+    assert_eq!(why, NO_SPACE, "{out:?}");
+    assert!(
+        (most_links - 4..=most_links).contains(n),
+        "{n} links: {out:?}"
+    );
 }
