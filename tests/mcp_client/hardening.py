@@ -178,7 +178,7 @@ async def http_sessions_are_capped():
 
 
 async def half_sent_requests():
-    """Connections that never finish their headers are closed after the header timeout,
+    """Connections that never finish their headers are closed after the header timeout (10 s),
     and never hold more than --max-connections descriptors; a normal client is served
     once they are gone."""
     with HttpServer("--max-connections", "16") as server:
@@ -186,7 +186,8 @@ async def half_sent_requests():
         host, port = server.url.removeprefix("http://").split("/")[0].rsplit(":", 1)
         base = sockets(pid)
         socks = []
-        for _ in range(200):
+        # Past the 16 accepted, the kernel's backlog (128) holds the rest unanswered.
+        for _ in range(120):
             s = socket.create_connection((host, int(port)))
             s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             socks.append(s)
@@ -202,8 +203,8 @@ async def half_sent_requests():
             data = b""
         assert data == b"" or data.startswith(b"HTTP/1.1 408"), data
         closed_after = time.monotonic() - started
-        print(f"200 half-sent requests: {held} sockets held; one closed after {closed_after:.1f} s")
-        assert closed_after < 15, closed_after
+        print(f"120 half-sent requests: {held} sockets held; one closed after {closed_after:.1f} s")
+        assert 5 < closed_after < 15, "closed at the 10 s header timeout, not before or never"
         for s in socks:
             s.close()
         async with http_session(server.url) as session:
