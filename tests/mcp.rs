@@ -34,6 +34,10 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The MCP TypeScript SDK (with AJV) that checks the schemas as JavaScript clients do.
 const MCP_TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 
+/// The MCP Inspector, whose CLI (`mcp-inspector --cli`) converts `--tool-arg` values by
+/// each property's single JSON type (0.15 runs on this machine's Node 20).
+const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
+
 // ---------------------------------------------------------------------------------------
 // The Python SDK against the real binary.
 
@@ -73,7 +77,7 @@ fn sdk_python() -> PathBuf {
         .clone()
 }
 
-/// A directory with [`MCP_TS_SDK`] in its `node_modules`, installed once with npm and
+/// A directory with [`MCP_TS_SDK`] and [`MCP_INSPECTOR`] in its `node_modules`, installed once with npm and
 /// reused, like the Python venv.
 fn sdk_node_prefix() -> PathBuf {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
@@ -82,7 +86,11 @@ fn sdk_node_prefix() -> PathBuf {
             let target = target_dir();
             std::fs::create_dir_all(&target).unwrap();
             let prefix = target.join("mcp-node");
-            let marker = prefix.join(format!(".installed-{}", MCP_TS_SDK.replace('/', "_")));
+            let marker = prefix.join(format!(
+                ".installed-{}-{}",
+                MCP_TS_SDK.replace('/', "_"),
+                MCP_INSPECTOR.replace('/', "_")
+            ));
             let lock = File::create(target.join("mcp-node.lock")).unwrap();
             lock.lock().expect("lock target/mcp-node.lock");
             if !marker.exists() {
@@ -91,7 +99,8 @@ fn sdk_node_prefix() -> PathBuf {
                     Command::new("npm")
                         .args(["install", "--no-audit", "--no-fund", "--prefix"])
                         .arg(&prefix)
-                        .arg(MCP_TS_SDK),
+                        .arg(MCP_TS_SDK)
+                        .arg(MCP_INSPECTOR),
                 );
                 std::fs::write(&marker, "").unwrap();
             }
@@ -183,6 +192,149 @@ fn sdk_stdio_initialize_is_fast() {
 #[test]
 fn sdk_stdio_tools_and_schemas() {
     scenario("over_stdio.py", "schemas");
+}
+
+/// `mcp-inspector --cli ARGS` against the binary (or an HTTP server's URL in ARGS); its
+/// JSON answer.
+fn inspector(args: &[&str]) -> Value {
+    let bin = sdk_node_prefix().join("node_modules/.bin/mcp-inspector");
+    let out = Command::new(bin)
+        .arg("--cli")
+        .args(args)
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("start the MCP Inspector");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "mcp-inspector {args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The MCP Inspector's CLI lists every tool and sends every optional field of
+/// `run_code` (it converts a value only for a property with one JSON type), over stdio;
+/// over HTTP it runs a session across invocations and reads a linked output.
+#[test]
+fn inspector_cli_sends_every_optional_field() {
+    common::runbox();
+    let bin = env!("CARGO_BIN_EXE_runbox");
+    let stdio = |more: &[&str]| {
+        let mut args = vec![bin, "mcp", "--quiet"];
+        args.extend_from_slice(more);
+        inspector(&args)
+    };
+    let tools = stdio(&["--method", "tools/list"]);
+    let mut names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["close_session", "create_session", "list_runtimes", "run_code"]);
+    let result = stdio(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_code",
+        "--tool-arg",
+        "runtime=python",
+        "--tool-arg",
+        "code=import sys\nprint(sys.stdin.read().strip(), open('in/a.txt').read())",
+        "--tool-arg",
+        "stdin=hello",
+        "--tool-arg",
+        "timeout_seconds=5",
+        "--tool-arg",
+        r#"files=[{"path": "in/a.txt", "content": "QQ==", "encoding": "base64"}]"#,
+    ]);
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structuredContent"]["stdout"], "hello A\n", "{result}");
+    let result = stdio(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_code",
+        "--tool-arg",
+        "runtime=python",
+        "--tool-arg",
+        "code=while True: pass",
+        "--tool-arg",
+        "timeout_seconds=0.5",
+    ]);
+    assert_eq!(result["structuredContent"]["status"], "timeout", "{result}");
+
+    // Over HTTP, one server across invocations: a session, and a linked output.
+    let mut server = runbox_mcp(&["--quiet", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the server ended");
+        if let Some(at) = line.find("http://") {
+            break line[at..].split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let http = |more: &[&str]| {
+        let mut args = vec![url.as_str(), "--transport", "http"];
+        args.extend_from_slice(more);
+        inspector(&args)
+    };
+    let created = http(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "create_session",
+        "--tool-arg",
+        "runtime=python",
+    ]);
+    let sid = created["structuredContent"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let session_arg = format!("session_id={sid}");
+    http(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_code",
+        "--tool-arg",
+        &session_arg,
+        "--tool-arg",
+        "code=kept = 'x' * 100000",
+    ]);
+    let long = http(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "run_code",
+        "--tool-arg",
+        &session_arg,
+        "--tool-arg",
+        "code=print(kept)",
+        "--tool-arg",
+        "timeout_seconds=5",
+    ]);
+    let uri = long["structuredContent"]["output_uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no output_uri: {long}"))
+        .to_string();
+    let read = http(&["--method", "resources/read", "--uri", &uri]);
+    assert_eq!(
+        read["contents"][0]["text"].as_str().map(str::len),
+        Some(100_001),
+        "{read}"
+    );
+    server.kill().unwrap();
+    let _ = server.wait();
 }
 
 /// Every schema compiles under AJV's strict mode and every structured result validates,

@@ -89,6 +89,17 @@ const calls = [
       files: [{ path: "in.txt", content: "aGk=", encoding: "base64" }],
     },
   ],
+  // Every optional field at once, and an output long enough to be linked.
+  [
+    "run_code",
+    {
+      runtime: "python",
+      code: "import sys\nprint(sys.stdin.read(), open('in.txt').read())\nprint('y' * 100000)",
+      stdin: "hello",
+      timeout_seconds: 5,
+      files: [{ path: "in.txt", content: "A" }],
+    },
+  ],
   ["create_session", { runtime: "quickjs" }],
 ];
 let sessionId = null;
@@ -104,9 +115,19 @@ for (let [name, args] of calls) {
     `${name}'s result does not match its schema: ${JSON.stringify(validate.errors)}`,
   );
   console.error(`ok: ${name} result validates (${JSON.stringify(args).slice(0, 40)})`);
+  const uri = result.structuredContent?.output_uri;
+  if (uri) {
+    // A linked output reads back whole.
+    const read = await client.readResource({ uri });
+    check(read.contents[0].text.length === 100009, `read ${uri}: ${read.contents[0].text.length}`);
+    const link = result.content.find((c) => c.type === "resource_link");
+    check(link && link.uri === uri, `no resource_link for ${uri}`);
+    console.error(`ok: the linked output reads back (${uri})`);
+  }
   if (name === "create_session") {
     sessionId = result.structuredContent.session_id;
-    calls.push(["run_code", { session_id: sessionId, code: "var kept = 1" }]);
+    calls.push(["run_code", { session_id: sessionId, code: "var kept = 1", stdin: "x",
+                              timeout_seconds: 5, files: [{ path: "s.txt", content: "s" }] }]);
     calls.push(["close_session", {}]);
   }
 }
