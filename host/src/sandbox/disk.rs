@@ -1,6 +1,6 @@
 //! The scratch-space cap of one run, shared by the plugin and every program it spawns:
-//! at most so many bytes of file data and so many names (files, directories, symlinks,
-//! hard links) in the run's scratch directory.
+//! at most so many bytes (file data, symlink targets, directories) and so many names
+//! (files, directories, symlinks, hard links) in the run's scratch directory.
 //!
 //! The budget is enforced by the `wasi:filesystem` wrapper in `quota_fs.rs`; this module
 //! only keeps the books. A refused growth or creation is remembered, so that a run which
@@ -22,15 +22,34 @@
 //! and when a file's last link is removed (`unlink-file-at`, `rename-at` over it) and no
 //! descriptor or stream of the run still has it open; otherwise when the last of those
 //! closes. A file's bytes are never returned while the run can still reach its data.
+//!
+//! Symlinks and directories are charged their size as `lstat` reports it on ext4 (the
+//! scratch root's usual filesystem): a symlink the byte length of its target (ext4 keeps
+//! a target of up to 59 bytes in the inode and a longer one in a block of its own), a
+//! directory [`DIRECTORY_BYTES`], its first block. The charge is taken before the name is
+//! created, refunded if the creation fails, and otherwise kept in a second ledger keyed
+//! by the new object's identity, whence it comes back when the object is removed: a
+//! directory by `remove-directory-at` or `rename-at` over it, a symlink with its last link
+//! (a symlink can be hard-linked). A key is refunded at most once, and an object the books
+//! never charged (made by the host, or before the run) refunds nothing.
+//!
+//! What this leaves uncharged is bounded by the entry cap instead: the inode of every
+//! name, the block ext4 gives a short file or a long symlink past its logical size, and a
+//! directory's growth past its first block as it fills — at most a block or so per name,
+//! about 40 MiB at the default 10,000 names.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Bytes of file data one run may hold in its scratch directory, by default.
+/// Bytes (file data, symlink targets, directories) one run may hold in its scratch
+/// directory, by default.
 pub const DEFAULT_SCRATCH_BYTES: u64 = 256 << 20;
 /// Files, directories and links one run may create in its scratch directory, by default.
 pub const DEFAULT_SCRATCH_FILES: u64 = 10_000;
+/// Bytes charged for a directory: the one 4 KiB block ext4 gives a new directory (and
+/// reports as its size).
+pub const DIRECTORY_BYTES: u64 = 4096;
 
 /// The identity of a file: wasmtime-wasi's `metadata-hash` of its device and inode, which
 /// is the same whether taken from an open descriptor or from a path.
@@ -61,8 +80,11 @@ struct FileEntry {
 
 #[derive(Debug, Default)]
 struct Ledger {
+    /// Everything charged: file bytes paid, symlinks and directories, pending charges.
     used: u64,
     files: HashMap<FileKey, FileEntry>,
+    /// What each symlink and directory the run created was charged.
+    objects: HashMap<FileKey, u64>,
 }
 
 impl Ledger {
@@ -70,6 +92,13 @@ impl Ledger {
     fn forget(&mut self, key: FileKey) {
         if let Some(entry) = self.files.remove(&key) {
             self.used = self.used.saturating_sub(entry.paid);
+        }
+    }
+
+    /// Forgets a symlink or directory that is gone, refunding its charge.
+    fn forget_object(&mut self, key: FileKey) {
+        if let Some(bytes) = self.objects.remove(&key) {
+            self.used = self.used.saturating_sub(bytes);
         }
     }
 }
@@ -106,7 +135,7 @@ impl DiskBudget {
         self.0.entry_cap
     }
 
-    /// Bytes of file data the run is charged for now.
+    /// Bytes the run is charged for now: file data, symlink targets, directories.
     pub fn bytes_used(&self) -> u64 {
         self.ledger().used
     }
@@ -177,10 +206,32 @@ impl DiskBudget {
         (file, known)
     }
 
-    /// The last link of the file `key` was removed: its bytes come back now if nothing of
-    /// the run has it open, or when the last handle closes.
+    /// Charges `bytes` for a symlink or directory about to be created. The charge comes
+    /// back when the returned handle is dropped, unless [`ObjectCharge::created`] says
+    /// the object now exists.
+    pub fn charge_object(&self, bytes: u64) -> Result<ObjectCharge, DiskFull> {
+        let mut ledger = self.ledger();
+        match ledger.used.checked_add(bytes) {
+            Some(used) if used <= self.0.byte_cap => {
+                ledger.used = used;
+                Ok(ObjectCharge {
+                    budget: self.clone(),
+                    bytes,
+                })
+            }
+            _ => {
+                drop(ledger);
+                Err(self.refuse())
+            }
+        }
+    }
+
+    /// The last link of the file, symlink or directory `key` was removed (a directory
+    /// has only one): a file's bytes come back now if nothing of the run has it open, or
+    /// when the last handle closes; a symlink's or directory's come back now.
     pub fn unlinked(&self, key: FileKey) {
         let mut ledger = self.ledger();
+        ledger.forget_object(key);
         let Some(entry) = ledger.files.get_mut(&key) else {
             return;
         };
@@ -240,6 +291,41 @@ impl DiskBudget {
                 drop(guard);
                 Err(self.refuse())
             }
+        }
+    }
+}
+
+/// The charge for a symlink or directory being created; refunded when dropped, unless
+/// the object was created.
+#[derive(Debug)]
+#[must_use]
+pub struct ObjectCharge {
+    budget: DiskBudget,
+    bytes: u64,
+}
+
+impl ObjectCharge {
+    /// The object was created and has the identity `key` (`None` when it could not be
+    /// found again: then the charge stays for the rest of the run, as it can no longer be
+    /// told when the object goes).
+    pub fn created(mut self, key: Option<FileKey>) {
+        let bytes = std::mem::take(&mut self.bytes);
+        let Some(key) = key else {
+            return;
+        };
+        let mut ledger = self.budget.ledger();
+        // An earlier object of that identity is gone (its identity was reused), though
+        // the books did not see it go.
+        ledger.forget_object(key);
+        ledger.objects.insert(key, bytes);
+    }
+}
+
+impl Drop for ObjectCharge {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            let mut ledger = self.budget.ledger();
+            ledger.used = ledger.used.saturating_sub(self.bytes);
         }
     }
 }
@@ -482,5 +568,45 @@ mod tests {
         drop(a);
         budget.unlinked(A);
         assert_eq!(budget.bytes_used(), 40);
+    }
+
+    #[test]
+    fn symlinks_and_directories_are_charged_until_removed_and_refunded_once() {
+        let budget = DiskBudget::new(10_000, 10);
+        let b = budget.open(B, 0).0;
+        let _ = b.extend_to(3000).unwrap();
+        budget.charge_object(4000).unwrap().created(Some(A));
+        assert_eq!(budget.bytes_used(), 7000);
+        // Past the cap: refused, and nothing stays charged.
+        assert!(budget.charge_object(3001).is_err());
+        assert!(budget.was_exceeded());
+        assert_eq!(budget.bytes_used(), 7000);
+        // A creation that failed gives its charge back.
+        drop(budget.charge_object(3000).unwrap());
+        assert_eq!(budget.bytes_used(), 7000);
+        budget.unlinked(A);
+        assert_eq!(budget.bytes_used(), 3000);
+        // A second removal, or one of something never charged, refunds nothing.
+        budget.unlinked(A);
+        budget.unlinked(FileKey { lower: 9, upper: 9 });
+        assert_eq!(budget.bytes_used(), 3000);
+        drop(b);
+        budget.unlinked(B);
+        assert_eq!(budget.bytes_used(), 0);
+    }
+
+    #[test]
+    fn an_object_is_charged_once_per_identity_and_kept_when_it_cannot_be_found() {
+        let budget = DiskBudget::new(10_000, 10);
+        budget.charge_object(100).unwrap().created(Some(A));
+        // The identity of an object the books did not see go, reused.
+        budget.charge_object(200).unwrap().created(Some(A));
+        assert_eq!(budget.bytes_used(), 200);
+        budget.unlinked(A);
+        assert_eq!(budget.bytes_used(), 0);
+        // Created but not found again: it cannot be told when it goes, so it stays.
+        budget.charge_object(300).unwrap().created(None);
+        budget.unlinked(A);
+        assert_eq!(budget.bytes_used(), 300);
     }
 }

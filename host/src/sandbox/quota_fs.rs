@@ -6,6 +6,10 @@
 //! - Bytes: `write`, `set-size`, and the streams of `write-via-stream` and
 //!   `append-via-stream` (wrapped in a [`QuotaOutputStream`]) are charged by the growth of
 //!   the file's high-water mark; see `disk.rs` for the rule and for when bytes come back.
+//!   `symlink-at` is charged the target's length in bytes and `create-directory-at`
+//!   [`DIRECTORY_BYTES`] (4096); nothing is created past the cap. Those bytes come back
+//!   when `remove-directory-at`, `unlink-file-at` of a symlink's last link, or `rename-at`
+//!   over it removes the object (`link-at` of a symlink adds a link, not a charge).
 //! - Names: `open-at` with `create` of a path that does not exist yet,
 //!   `create-directory-at`, `symlink-at` and `link-at` take one entry each;
 //!   `unlink-file-at`, `remove-directory-at` and `rename-at` over an existing name give one
@@ -27,7 +31,9 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::{FsError, FsResult, InputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream, StreamResult};
 
-use super::disk::{DiskBudget, DiskFull, Extension, FileKey, OpenFile};
+use super::disk::{
+    DiskBudget, DiskFull, Extension, FileKey, ObjectCharge, OpenFile, DIRECTORY_BYTES,
+};
 
 /// One store's side of the run's disk budget: the budget, and the files this store's
 /// descriptors have open (by descriptor handle).
@@ -151,15 +157,15 @@ impl QuotaFsView<'_> {
             .is_ok()
     }
 
-    /// The identity of a regular file at `path` whose only link `path` is, i.e. which
-    /// removing `path` deletes.
+    /// The identity of the regular file, symlink or directory that removing the name
+    /// `path` deletes: a file or symlink whose only link `path` is, or a directory.
     async fn last_link(&mut self, dir: &Resource<Descriptor>, path: &str) -> Option<FileKey> {
         let stat = self
             .inner
             .stat_at(borrow(dir), no_follow(), path.to_string())
             .await
             .ok()?;
-        if !matches!(stat.type_, types::DescriptorType::RegularFile) || stat.link_count > 1 {
+        if !deletes(&stat) {
             return None;
         }
         self.identity_at(dir, path).await
@@ -184,6 +190,43 @@ impl QuotaFsView<'_> {
             self.disk.budget.give_back_entry();
         }
         r
+    }
+
+    /// Takes one entry and `bytes` for a symlink or directory about to be created.
+    fn charge_object(&self, bytes: u64) -> FsResult<ObjectCharge> {
+        self.take_entry()?;
+        self.disk.budget.charge_object(bytes).map_err(|DiskFull| {
+            self.disk.budget.give_back_entry();
+            no_space()
+        })
+    }
+
+    /// Settles the charge of the symlink or directory `path` in `dir` once its creation
+    /// is done: both the entry and the bytes come back if it failed; otherwise the bytes
+    /// are booked against the new object, to come back when it is removed.
+    async fn object_created(
+        &mut self,
+        r: FsResult<()>,
+        charge: ObjectCharge,
+        dir: &Resource<Descriptor>,
+        path: &str,
+    ) -> FsResult<()> {
+        self.created(r)?;
+        let key = self.identity_at(dir, path).await;
+        charge.created(key);
+        Ok(())
+    }
+}
+
+/// Whether removing a name of the object `stat` describes deletes the object: a regular
+/// file or symlink with no other link, or a directory (which can have only one).
+fn deletes(stat: &types::DescriptorStat) -> bool {
+    match stat.type_ {
+        types::DescriptorType::RegularFile | types::DescriptorType::SymbolicLink => {
+            stat.link_count <= 1
+        }
+        types::DescriptorType::Directory => true,
+        _ => false,
     }
 }
 
@@ -308,9 +351,12 @@ impl HostDescriptor for QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
-        self.take_entry()?;
-        let r = self.inner.create_directory_at(fd, path).await;
-        self.created(r)
+        let charge = self.charge_object(DIRECTORY_BYTES)?;
+        let r = self
+            .inner
+            .create_directory_at(borrow(&fd), path.clone())
+            .await;
+        self.object_created(r, charge, &fd, &path).await
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
@@ -419,8 +465,12 @@ impl HostDescriptor for QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         path: String,
     ) -> FsResult<()> {
+        let deletes = self.identity_at(&fd, &path).await;
         self.inner.remove_directory_at(fd, path).await?;
         self.disk.budget.give_back_entry();
+        if let Some(key) = deletes {
+            self.disk.budget.unlinked(key);
+        }
         Ok(())
     }
 
@@ -459,9 +509,14 @@ impl HostDescriptor for QuotaFsView<'_> {
         src_path: String,
         dest_path: String,
     ) -> FsResult<()> {
-        self.take_entry()?;
-        let r = self.inner.symlink_at(fd, src_path, dest_path).await;
-        self.created(r)
+        // `src-path` is the target, stored as the link's contents.
+        let bytes = src_path.len() as u64;
+        let charge = self.charge_object(bytes)?;
+        let r = self
+            .inner
+            .symlink_at(borrow(&fd), src_path, dest_path.clone())
+            .await;
+        self.object_created(r, charge, &fd, &dest_path).await
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
@@ -731,5 +786,246 @@ impl InputStream for QuotaInputStream {
 impl Pollable for QuotaInputStream {
     async fn ready(&mut self) {
         self.inner.ready().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::component::ResourceTable;
+    use wasmtime_wasi::p2::bindings::filesystem::preopens;
+    use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+
+    /// A store's filesystem with a temporary directory at `/`, under a disk budget.
+    struct Fixture {
+        dir: tempfile::TempDir,
+        wasi: WasiCtx,
+        table: ResourceTable,
+        disk: StoreDisk,
+        budget: DiskBudget,
+    }
+
+    impl Fixture {
+        fn new(bytes: u64, entries: u64) -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            let mut b = WasiCtxBuilder::new();
+            b.allow_blocking_current_thread(true);
+            b.preopened_dir(dir.path(), "/", FsPerms::ReadWrite)
+                .unwrap();
+            let budget = DiskBudget::new(bytes, entries);
+            Fixture {
+                dir,
+                wasi: b.build(),
+                table: ResourceTable::new(),
+                disk: StoreDisk::new(budget.clone()),
+                budget,
+            }
+        }
+
+        fn view(&mut self) -> QuotaFsView<'_> {
+            QuotaFsView {
+                inner: WasiFilesystemCtxView {
+                    ctx: self.wasi.filesystem(),
+                    table: &mut self.table,
+                },
+                disk: &mut self.disk,
+            }
+        }
+
+        fn root(&mut self) -> Resource<Descriptor> {
+            let mut view = self.view();
+            let mut dirs = preopens::Host::get_directories(&mut view.inner).unwrap();
+            dirs.remove(0).0
+        }
+
+        /// The bytes and entries charged.
+        fn charged(&self) -> (u64, u64) {
+            (self.budget.bytes_used(), self.budget.entries())
+        }
+
+        fn exists(&self, path: &str) -> bool {
+            self.dir.path().join(path).symlink_metadata().is_ok()
+        }
+    }
+
+    /// The error code of a failed call.
+    fn code(f: &mut Fixture, r: FsResult<()>) -> ErrorCode {
+        let err = r.expect_err("the call should fail");
+        types::Host::convert_error_code(&mut f.view(), err).unwrap()
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_charged_their_target_until_the_last_link_goes() {
+        let mut f = Fixture::new(10_000, 100);
+        let root = f.root();
+        let target = "t".repeat(4000);
+        let mut v = f.view();
+        v.symlink_at(borrow(&root), target.clone(), "a".into())
+            .await
+            .unwrap();
+        v.symlink_at(borrow(&root), target.clone(), "b".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (8000, 2));
+
+        // Past the cap nothing is created, and nothing stays charged.
+        let r = f
+            .view()
+            .symlink_at(borrow(&root), target.clone(), "c".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::InsufficientSpace);
+        assert!(!f.exists("c"));
+        assert!(f.budget.was_exceeded());
+        assert_eq!(f.charged(), (8000, 2));
+        // A creation that fails gives its charge back.
+        let r = f
+            .view()
+            .symlink_at(borrow(&root), "x".into(), "a".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::Exist);
+        assert_eq!(f.charged(), (8000, 2));
+
+        // A hard link to a symlink adds a name, not bytes; the bytes come back with the
+        // last link.
+        let mut v = f.view();
+        v.link_at(
+            borrow(&root),
+            no_follow(),
+            "a".into(),
+            borrow(&root),
+            "h".into(),
+        )
+        .await
+        .unwrap();
+        assert!(f
+            .dir
+            .path()
+            .join("h")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink());
+        assert_eq!(f.charged(), (8000, 3));
+        f.view()
+            .unlink_file_at(borrow(&root), "a".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (8000, 2));
+        f.view()
+            .unlink_file_at(borrow(&root), "h".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (4000, 1));
+
+        // Renaming a symlink keeps its charge; renaming over one refunds that one.
+        let mut v = f.view();
+        v.symlink_at(borrow(&root), target.clone(), "c".into())
+            .await
+            .unwrap();
+        v.rename_at(borrow(&root), "c".into(), borrow(&root), "d".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (8000, 2));
+        let mut v = f.view();
+        v.rename_at(borrow(&root), "d".into(), borrow(&root), "b".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (4000, 1));
+        f.view()
+            .unlink_file_at(borrow(&root), "b".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (0, 0));
+
+        // A symlink the run did not make refunds nothing.
+        std::os::unix::fs::symlink(&target, f.dir.path().join("host")).unwrap();
+        f.view()
+            .symlink_at(borrow(&root), "y".into(), "e".into())
+            .await
+            .unwrap();
+        f.view()
+            .unlink_file_at(borrow(&root), "host".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged().0, 1);
+    }
+
+    #[tokio::test]
+    async fn directories_are_charged_a_block_until_removed() {
+        let mut f = Fixture::new(3 * DIRECTORY_BYTES + 100, 100);
+        let root = f.root();
+        let mut v = f.view();
+        for d in ["d1", "d2", "d3"] {
+            v.create_directory_at(borrow(&root), d.into())
+                .await
+                .unwrap();
+        }
+        assert_eq!(f.charged(), (3 * DIRECTORY_BYTES, 3));
+        let r = f
+            .view()
+            .create_directory_at(borrow(&root), "d4".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::InsufficientSpace);
+        assert!(!f.exists("d4"));
+        assert_eq!(f.charged(), (3 * DIRECTORY_BYTES, 3));
+        // A symlink does not fit either.
+        let r = f
+            .view()
+            .symlink_at(borrow(&root), "t".repeat(101), "l".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::InsufficientSpace);
+        assert!(!f.exists("l"));
+
+        // Removing gives the block back; a failed removal does not.
+        std::fs::write(f.dir.path().join("d1/file"), "x").unwrap();
+        let r = f
+            .view()
+            .remove_directory_at(borrow(&root), "d1".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::NotEmpty);
+        assert_eq!(f.charged(), (3 * DIRECTORY_BYTES, 3));
+        std::fs::remove_file(f.dir.path().join("d1/file")).unwrap();
+        f.view()
+            .remove_directory_at(borrow(&root), "d1".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (2 * DIRECTORY_BYTES, 2));
+        f.view()
+            .create_directory_at(borrow(&root), "d4".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (3 * DIRECTORY_BYTES, 3));
+        let r = f
+            .view()
+            .remove_directory_at(borrow(&root), "d1".into())
+            .await;
+        assert_eq!(code(&mut f, r), ErrorCode::NoEntry);
+        assert_eq!(f.charged(), (3 * DIRECTORY_BYTES, 3));
+
+        // Renaming over an empty directory removes it.
+        let mut v = f.view();
+        v.rename_at(borrow(&root), "d2".into(), borrow(&root), "d3".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (2 * DIRECTORY_BYTES, 2));
+        let mut v = f.view();
+        v.remove_directory_at(borrow(&root), "d3".into())
+            .await
+            .unwrap();
+        v.remove_directory_at(borrow(&root), "d4".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (0, 0));
+
+        // A directory the run did not make refunds nothing.
+        std::fs::create_dir(f.dir.path().join("host")).unwrap();
+        f.view()
+            .create_directory_at(borrow(&root), "d5".into())
+            .await
+            .unwrap();
+        f.view()
+            .remove_directory_at(borrow(&root), "host".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged().0, DIRECTORY_BYTES);
     }
 }
