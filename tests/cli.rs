@@ -356,3 +356,28 @@ fn every_run_is_logged_with_its_outcome() {
         assert!(line.contains(field), "{field} missing from {line}");
     }
 }
+
+/// A terminal gets everything: the whole output (no cap on what is shown, as a model's
+/// result has) and, with `--out`, output files of any size.
+#[test]
+fn the_terminal_gets_the_whole_output_and_big_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run_piped(
+        &["run", "python", "-", "--out", out_dir.to_str().unwrap()],
+        "import hashlib, os\ndata = os.urandom(12 << 20)\n\
+         _ = open('big.bin', 'wb').write(data)\n\
+         for i in range(20000):\n    print(f'line {i:05d}')\n\
+         print(hashlib.sha256(data).hexdigest())",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 20001, "every line, none left out");
+    assert_eq!(lines[12345], "line 12345");
+    assert!(!stdout.contains("left out"));
+    let big = std::fs::read(out_dir.join("big.bin")).unwrap();
+    assert_eq!(big.len(), 12 << 20);
+    use sha2::Digest;
+    assert_eq!(hex::encode(sha2::Sha256::digest(&big)), lines[20000]);
+}

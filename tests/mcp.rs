@@ -235,7 +235,15 @@ fn inspector_cli_sends_every_optional_field() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["close_session", "create_session", "list_runtimes", "run_code"]);
+    assert_eq!(
+        names,
+        [
+            "close_session",
+            "create_session",
+            "list_runtimes",
+            "run_code"
+        ]
+    );
     let result = stdio(&[
         "--method",
         "tools/call",
@@ -253,7 +261,10 @@ fn inspector_cli_sends_every_optional_field() {
         r#"files=[{"path": "in/a.txt", "content": "QQ==", "encoding": "base64"}]"#,
     ]);
     assert_eq!(result["isError"], false, "{result}");
-    assert_eq!(result["structuredContent"]["stdout"], "hello A\n", "{result}");
+    assert_eq!(
+        result["structuredContent"]["stdout"], "hello A\n",
+        "{result}"
+    );
     let result = stdio(&[
         "--method",
         "tools/call",
@@ -485,6 +496,14 @@ macro_rules! task_scenarios {
 }
 
 task_scenarios!(long_run, cancel, quick_and_refused, in_a_session);
+
+/// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test mcp
+/// -- --ignored ten_minute`.
+#[test]
+#[ignore = "takes ten minutes"]
+fn a_ten_minute_run_as_a_task() {
+    scenario_with("tasks.py", &["http", "ten_minutes"], "auto");
+}
 
 /// The server's own bounds under hostile clients, measured on the server process.
 mod hardening {

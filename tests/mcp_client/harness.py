@@ -331,7 +331,8 @@ def main(scenarios, label=""):
     name = sys.argv[-1]
 
     async def run():
-        with anyio.fail_after(240):
+        # A scenario may set its own overall deadline (`scenario.deadline`, seconds).
+        with anyio.fail_after(getattr(scenarios[name], "deadline", 240)):
             await scenarios[name]()
 
     anyio.run(run)

@@ -200,8 +200,34 @@ async def in_a_session():
         client.close()
 
 
+async def ten_minutes():
+    """A ten-minute python run (a long training loop, say) started as a task completes,
+    and tasks/get fetches its result. Slow: run with `cargo test -- --ignored`."""
+    client = connect("--max-timeout", "10", "--task-after", "2")
+    try:
+        code = ("import time\nstarted = time.time()\nsteps = 0\n"
+                "while time.time() - started < 600:\n    time.sleep(1)\n    steps += 1\n"
+                "    if steps % 60 == 0:\n        print(f'{steps // 60} min', flush=True)\n"
+                "print('done after', steps, 'steps')")
+        answer = call(client, {"runtime": "python", "code": code, "timeout_seconds": 900})
+        task_id = answer["result"]["taskId"]
+        seen = poll(client, task_id, {"completed", "failed", "cancelled"}, deadline=700)
+        out = seen[-1]["result"]["structuredContent"]
+        assert out["status"] == "completed", out
+        assert out["stdout"].startswith("1 min\n") and "done after" in out["stdout"], out
+        assert out["duration_ms"] >= 600_000, out
+        print(f"ten_minutes: completed in {out['duration_ms'] / 1000:.1f} s, "
+              f"{len(seen)} polls")
+    finally:
+        client.close()
+
+
+ten_minutes.deadline = 800
+
+
 if __name__ == "__main__":
     main({
+        "ten_minutes": ten_minutes,
         "long_run": long_run,
         "cancel": cancel,
         "quick_and_refused": quick_and_refused,

@@ -47,6 +47,7 @@ pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let runbox = Arc::new(global.start(options)?);
     let names = runbox.runtime_names().join(", ");
     let server = RunboxServer::with_settings(runbox.clone(), settings);
+    let cancel_tasks = server.clone();
     let intake = intake::Intake::new(runbox.server_memory());
     let served = match args.http {
         Some(addr) => {
@@ -60,7 +61,8 @@ pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
             stdio::serve_stdio(server, intake).await
         }
     };
-    // Every session's files go with the server.
+    // Every session's files go with the server, and every task's run stops.
+    cancel_tasks.cancel_tasks();
     runbox.close_all_sessions();
     served
 }

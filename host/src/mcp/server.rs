@@ -98,6 +98,11 @@ impl RunboxServer {
         }
     }
 
+    /// Stops every task's run (the server is stopping).
+    pub fn cancel_tasks(&self) {
+        self.tasks.cancel_all();
+    }
+
     /// The memory budget every run, call and kept result draws from.
     pub fn server_memory(&self) -> crate::sandbox::memory::MemoryBudget {
         self.runbox.server_memory()
@@ -440,9 +445,11 @@ pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) ->
          Limits per run: {} s wall-clock by default (`timeout_seconds` may ask for up to {} s), \
          {} of memory, {} of output per stream.\n\n\
          The result has `status` (completed, crashed, terminated, timeout), `exit_code` \
-         (when completed), `stdout`, `stderr`, `tty` (both interleaved as written), `error`, \
-         `truncated`, `duration_ms`, `files` and `session_id`. A program that exits non-zero \
-         is still `completed`.",
+         (when completed), `stdout`, `stderr`, `tty` (both interleaved as written, when both \
+         wrote), `error`, `truncated`, `duration_ms`, `files`, `session_id` and \
+         `output_uri`. A program that exits non-zero is still `completed`. A long output \
+         shows its head and tail; the whole of it, and files too big to inline, are linked \
+         (runbox:// URIs, read with resources/read).",
         listed.join("\n"),
         schema::secs(limits.default_timeout.as_secs_f64()),
         schema::secs(limits.max_timeout.as_secs_f64()),
