@@ -34,6 +34,14 @@ const MCP_SDK: &str = "mcp==2.3.0";
 /// The MCP TypeScript SDK (with AJV) that checks the schemas as JavaScript clients do.
 const MCP_TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 
+/// The tools runbox offers, by name.
+const TOOLS: [&str; 4] = [
+    "close_session",
+    "create_session",
+    "list_runtimes",
+    "run_code",
+];
+
 /// The MCP Inspector, whose CLI (`mcp-inspector --cli`) converts `--tool-arg` values by
 /// each property's single JSON type (0.15 runs on this machine's Node 20).
 const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
@@ -215,6 +223,15 @@ fn inspector(args: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
+/// The Inspector CLI's arguments for calling `tool` with `args` (`NAME=VALUE` each).
+fn tool_call<'a>(tool: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let mut call = vec!["--method", "tools/call", "--tool-name", tool];
+    for arg in args {
+        call.extend(["--tool-arg", arg]);
+    }
+    call
+}
+
 /// The MCP Inspector's CLI lists every tool and sends every optional field of
 /// `run_code` (it converts a value only for a property with one JSON type), over stdio;
 /// over HTTP it runs a session across invocations and reads a linked output.
@@ -235,48 +252,30 @@ fn inspector_cli_sends_every_optional_field() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "close_session",
-            "create_session",
-            "list_runtimes",
-            "run_code"
-        ]
-    );
-    let result = stdio(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
+    assert_eq!(names, TOOLS);
+    let result = stdio(&tool_call(
         "run_code",
-        "--tool-arg",
-        "runtime=python",
-        "--tool-arg",
-        "code=import sys\nprint(sys.stdin.read().strip(), open('in/a.txt').read())",
-        "--tool-arg",
-        "stdin=hello",
-        "--tool-arg",
-        "timeout_seconds=5",
-        "--tool-arg",
-        r#"files=[{"path": "in/a.txt", "content": "QQ==", "encoding": "base64"}]"#,
-    ]);
+        &[
+            "runtime=python",
+            "code=import sys\nprint(sys.stdin.read().strip(), open('in/a.txt').read())",
+            "stdin=hello",
+            "timeout_seconds=5",
+            r#"files=[{"path": "in/a.txt", "content": "QQ==", "encoding": "base64"}]"#,
+        ],
+    ));
     assert_eq!(result["isError"], false, "{result}");
     assert_eq!(
         result["structuredContent"]["stdout"], "hello A\n",
         "{result}"
     );
-    let result = stdio(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
+    let result = stdio(&tool_call(
         "run_code",
-        "--tool-arg",
-        "runtime=python",
-        "--tool-arg",
-        "code=while True: pass",
-        "--tool-arg",
-        "timeout_seconds=0.5",
-    ]);
+        &[
+            "runtime=python",
+            "code=while True: pass",
+            "timeout_seconds=0.5",
+        ],
+    ));
     assert_eq!(result["structuredContent"]["status"], "timeout", "{result}");
 
     // Over HTTP, one server across invocations: a session, and a linked output.
@@ -299,41 +298,20 @@ fn inspector_cli_sends_every_optional_field() {
         args.extend_from_slice(more);
         inspector(&args)
     };
-    let created = http(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "create_session",
-        "--tool-arg",
-        "runtime=python",
-    ]);
+    let created = http(&tool_call("create_session", &["runtime=python"]));
     let sid = created["structuredContent"]["session_id"]
         .as_str()
         .unwrap()
         .to_string();
     let session_arg = format!("session_id={sid}");
-    http(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
+    http(&tool_call(
         "run_code",
-        "--tool-arg",
-        &session_arg,
-        "--tool-arg",
-        "code=kept = 'x' * 100000",
-    ]);
-    let long = http(&[
-        "--method",
-        "tools/call",
-        "--tool-name",
+        &[&session_arg, "code=kept = 'x' * 100000"],
+    ));
+    let long = http(&tool_call(
         "run_code",
-        "--tool-arg",
-        &session_arg,
-        "--tool-arg",
-        "code=print(kept)",
-        "--tool-arg",
-        "timeout_seconds=5",
-    ]);
+        &[&session_arg, "code=print(kept)", "timeout_seconds=5"],
+    ));
     let uri = long["structuredContent"]["output_uri"]
         .as_str()
         .unwrap_or_else(|| panic!("no output_uri: {long}"))
@@ -427,23 +405,30 @@ fn sdk_long_runs_send_progress() {
     scenario("data_work.py", "progress");
 }
 
+/// One test per scenario of `SCRIPT`, in module `MODULE`: `scenario_tests!(MODULE,
+/// "SCRIPT", [ARGS before the scenario's name], CLIENT; NAME, …)`.
+macro_rules! scenario_tests {
+    ($module:ident, $script:literal, $before:expr, $client:literal; $($name:ident),* $(,)?) => {
+        mod $module {
+            $(#[test] fn $name() {
+                let before: &[&str] = &$before;
+                let mut args = before.to_vec();
+                args.push(stringify!($name));
+                super::scenario_with($script, &args, $client);
+            })*
+        }
+    };
+}
+
 /// One test per sessions scenario, transport and client: the SDK's default `Client`
 /// (2026-07-28, which sends `Mcp-Param-Session` over HTTP) and its handshake-era
 /// `ClientSession`.
 macro_rules! session_scenarios {
     ($($name:ident),* $(,)?) => {
-        mod sessions_over_stdio {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)], "auto"); })*
-        }
-        mod sessions_over_http {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)], "auto"); })*
-        }
-        mod sessions_over_stdio_handshake {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["stdio", stringify!($name)], "legacy"); })*
-        }
-        mod sessions_over_http_handshake {
-            $(#[test] fn $name() { super::scenario_with("sessions.py", &["http", stringify!($name)], "legacy"); })*
-        }
+        scenario_tests!(sessions_over_stdio, "sessions.py", ["stdio"], "auto"; $($name),*);
+        scenario_tests!(sessions_over_http, "sessions.py", ["http"], "auto"; $($name),*);
+        scenario_tests!(sessions_over_stdio_handshake, "sessions.py", ["stdio"], "legacy"; $($name),*);
+        scenario_tests!(sessions_over_http_handshake, "sessions.py", ["http"], "legacy"; $($name),*);
     };
 }
 
@@ -460,19 +445,17 @@ session_scenarios!(
     cleanup,
 );
 
-/// One test per results scenario and transport, with the SDK's default `Client`.
-macro_rules! result_scenarios {
-    ($($name:ident),* $(,)?) => {
-        mod results_over_stdio {
-            $(#[test] fn $name() { super::scenario_with("results.py", &["stdio", stringify!($name)], "auto"); })*
-        }
-        mod results_over_http {
-            $(#[test] fn $name() { super::scenario_with("results.py", &["http", stringify!($name)], "auto"); })*
-        }
+/// One test per scenario of `SCRIPT` and transport, with the SDK's default `Client`:
+/// `over_stdio_and_http!(STDIO_MODULE, HTTP_MODULE, "SCRIPT"; NAME, …)`.
+macro_rules! over_stdio_and_http {
+    ($stdio:ident, $http:ident, $script:literal; $($name:ident),* $(,)?) => {
+        scenario_tests!($stdio, $script, ["stdio"], "auto"; $($name),*);
+        scenario_tests!($http, $script, ["http"], "auto"; $($name),*);
     };
 }
 
-result_scenarios!(
+// Results sized for a model.
+over_stdio_and_http!(results_over_stdio, results_over_http, "results.py";
     long_output,
     flood,
     small_output,
@@ -483,19 +466,9 @@ result_scenarios!(
     gone,
 );
 
-/// Long runs as MCP tasks, in raw JSON-RPC (no SDK in the suite speaks the extension).
-macro_rules! task_scenarios {
-    ($($name:ident),* $(,)?) => {
-        mod tasks_over_stdio {
-            $(#[test] fn $name() { super::scenario_with("tasks.py", &["stdio", stringify!($name)], "auto"); })*
-        }
-        mod tasks_over_http {
-            $(#[test] fn $name() { super::scenario_with("tasks.py", &["http", stringify!($name)], "auto"); })*
-        }
-    };
-}
-
-task_scenarios!(long_run, cancel, quick_and_refused, in_a_session);
+// Long runs as MCP tasks, in raw JSON-RPC (no SDK in the suite speaks the extension).
+over_stdio_and_http!(tasks_over_stdio, tasks_over_http, "tasks.py";
+    long_run, cancel, quick_and_refused, in_a_session);
 
 /// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test mcp
 /// -- --ignored ten_minute`.
@@ -505,29 +478,14 @@ fn a_ten_minute_run_as_a_task() {
     scenario_with("tasks.py", &["http", "ten_minutes"], "auto");
 }
 
-/// The server's own bounds under hostile clients, measured on the server process.
-mod hardening {
-    #[test]
-    fn wide_messages_over_stdio() {
-        super::scenario("hardening.py", "wide_messages_over_stdio");
-    }
-    #[test]
-    fn wide_messages_over_http() {
-        super::scenario("hardening.py", "wide_messages_over_http");
-    }
-    #[test]
-    fn rendering_stays_in_the_budget() {
-        super::scenario("hardening.py", "rendering_stays_in_the_budget");
-    }
-    #[test]
-    fn http_sessions_are_capped() {
-        super::scenario("hardening.py", "http_sessions_are_capped");
-    }
-    #[test]
-    fn half_sent_requests() {
-        super::scenario("hardening.py", "half_sent_requests");
-    }
-}
+// The server's own bounds under hostile clients, measured on the server process.
+scenario_tests!(hardening, "hardening.py", [], "auto";
+    wide_messages_over_stdio,
+    wide_messages_over_http,
+    rendering_stays_in_the_budget,
+    http_sessions_are_capped,
+    half_sent_requests,
+);
 
 /// Handshake-era clients over HTTP read big links too (runbox answers their
 /// `resources/read` as one JSON body, not one server-sent event past their 1 MiB cap).
@@ -871,15 +829,7 @@ async fn in_process_tools_and_schemas() {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "close_session",
-            "create_session",
-            "list_runtimes",
-            "run_code"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     let run = tools.iter().find(|t| t.name == "run_code").unwrap();
     let input = Value::Object(run.input_schema.as_ref().clone());
     assert_eq!(

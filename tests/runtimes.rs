@@ -302,16 +302,11 @@ async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> Str
 async fn a_prestarted_interpreter_serves_one_run_and_is_replaced() {
     runbox(); // fetched and compiled on a fresh machine
               // A server of its own: no other test takes its warm instances.
-    let options = RunboxOptions {
+    let rb = common::own_runbox(RunboxOptions {
         only: vec!["ruby".into()],
         ..common::options()
-    };
-    let rb = tokio::task::spawn_blocking(move || {
-        let manifest = Manifest::builtin().unwrap();
-        Runbox::load(&manifest, &common::cache(), options, &Progress::stderr()).unwrap()
     })
-    .await
-    .unwrap();
+    .await;
     // ruby is pre-started (plugins.toml): its first run starts the pool.
     assert_eq!(
         ruby_run(&rb, "$seen = 1\nputs 'first'", None).await,
@@ -345,16 +340,11 @@ async fn a_prestarted_interpreter_serves_one_run_and_is_replaced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_calls_leave_the_prestarted_interpreter_alone() {
     runbox();
-    let options = RunboxOptions {
+    let rb = common::own_runbox(RunboxOptions {
         only: vec!["ruby".into()],
         ..common::options()
-    };
-    let rb = tokio::task::spawn_blocking(move || {
-        let manifest = Manifest::builtin().unwrap();
-        Runbox::load(&manifest, &common::cache(), options, &Progress::stderr()).unwrap()
     })
-    .await
-    .unwrap();
+    .await;
     assert_eq!(ruby_run(&rb, "puts 'first'", None).await, "first\n");
     assert!(
         until_prestarted(&rb, "ruby").await,
@@ -416,19 +406,7 @@ async fn calls_waiting_for_preparation_are_admitted_first() {
         std::sync::Arc::new(Runbox::start(&manifest, &cache, options, Progress::hidden()).unwrap());
     assert!(!rb.all_prepared(), "php-cgi was ready at once");
     let call = |rb: std::sync::Arc<Runbox>| async move {
-        rb.run(
-            RunRequest {
-                runtime: "php-cgi".into(),
-                code: "<?php echo 'ok';".into(),
-                limits: LimitOverrides {
-                    timeout: Some(Duration::from_secs(120)),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            CancellationToken::new(),
-        )
-        .await
+        common::run_on(&rb, "php-cgi", "<?php echo 'ok';", Duration::from_secs(120)).await
     };
     let waiting: Vec<_> = (0..2).map(|_| tokio::spawn(call(rb.clone()))).collect();
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -8,11 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
-use runbox::artifact::Progress;
-use runbox::manifest::Manifest;
 use runbox::outcome::{RunOutcome, RunStatus};
-use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
-use tokio_util::sync::CancellationToken;
+use runbox::service::{LimitSettings, Runbox, RunboxOptions};
 
 /// What each runtime's C library says for ENOSPC.
 const NO_SPACE: &str = "No space left on device";
@@ -548,21 +545,17 @@ async fn small_scratch() -> std::sync::Arc<Runbox> {
         tokio::sync::OnceCell::const_new();
     RUNBOX
         .get_or_init(|| async {
-            tokio::task::spawn_blocking(|| {
-                let manifest = Manifest::builtin().expect("built-in plugins.toml");
-                let options = RunboxOptions {
+            std::sync::Arc::new(
+                common::own_runbox(RunboxOptions {
                     limits: LimitSettings {
                         scratch_bytes: SMALL_SCRATCH,
                         ..LimitSettings::default()
                     },
                     only: vec!["python".into()],
                     ..common::options()
-                };
-                let rb = Runbox::load(&manifest, &common::cache(), options, &Progress::stderr());
-                std::sync::Arc::new(rb.expect("load python"))
-            })
-            .await
-            .unwrap()
+                })
+                .await,
+            )
         })
         .await
         .clone()
@@ -570,20 +563,8 @@ async fn small_scratch() -> std::sync::Arc<Runbox> {
 
 /// Runs python `code` under the [`SMALL_SCRATCH`] cap.
 async fn run_small_scratch(code: &str) -> RunOutcome {
-    small_scratch()
-        .await
-        .run(
-            RunRequest {
-                runtime: "python".into(),
-                code: code.into(),
-                limits: LimitOverrides {
-                    timeout: Some(Duration::from_secs(30)),
-                    ..LimitOverrides::default()
-                },
-                ..RunRequest::default()
-            },
-            CancellationToken::new(),
-        )
+    let runbox = small_scratch().await;
+    common::run_on(&runbox, "python", code, Duration::from_secs(30))
         .await
         .expect("run")
 }

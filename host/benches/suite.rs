@@ -172,6 +172,7 @@ async fn run_in_process(runbox: &Runbox, runtime: &str, code: &str, expected: &s
                 limits: runbox::service::LimitOverrides {
                     timeout: Some(Duration::from_secs(60)),
                     memory_bytes: None,
+                    max_timeout: None,
                 },
                 ..RunRequest::default()
             },

@@ -211,19 +211,8 @@ impl CompiledCache {
         let meta = file.metadata()?;
         let problem = if !meta.file_type().is_file() {
             Some("not a regular file".to_string())
-        } else if meta.uid() != euid() {
-            Some(format!(
-                "owned by user {} (runbox runs as user {})",
-                meta.uid(),
-                euid()
-            ))
-        } else if meta.mode() & 0o022 != 0 {
-            Some(format!(
-                "writable by group or others (mode {:o})",
-                meta.mode() & 0o7777
-            ))
         } else {
-            None
+            not_ours_alone(&meta)
         };
         match problem {
             Some(problem) => Err(io::Error::new(
@@ -385,10 +374,18 @@ fn euid() -> u32 {
 /// Why a directory of the cache itself is not private: not a directory, someone else's,
 /// or writable by group or others.
 fn private_dir_problem(meta: &fs::Metadata) -> Option<String> {
-    let me = euid();
     if !meta.is_dir() {
         Some("not a directory (a symlink?)".into())
-    } else if meta.uid() != me {
+    } else {
+        not_ours_alone(meta)
+    }
+}
+
+/// Why an entry of the cache is not this user's alone: someone else's, or writable by
+/// group or others.
+fn not_ours_alone(meta: &fs::Metadata) -> Option<String> {
+    let me = euid();
+    if meta.uid() != me {
         Some(format!(
             "owned by user {} (runbox runs as user {me})",
             meta.uid()

@@ -84,6 +84,40 @@ pub fn runbox() -> Arc<Runbox> {
         .clone()
 }
 
+/// A [`Runbox`] of a test's own (no other test takes its warm instances or slots), with
+/// the built-in runtimes `options` selects, from the shared cache.
+pub async fn own_runbox(options: RunboxOptions) -> Runbox {
+    tokio::task::spawn_blocking(move || {
+        let manifest = Manifest::builtin().expect("built-in plugins.toml");
+        Runbox::load(&manifest, &cache(), options, &Progress::stderr()).expect("load the runtimes")
+    })
+    .await
+    .unwrap()
+}
+
+/// Runs `code` in `runtime` on `runbox` within `timeout`.
+pub async fn run_on(
+    runbox: &Runbox,
+    runtime: &str,
+    code: &str,
+    timeout: Duration,
+) -> Result<RunOutcome, runbox::service::RunError> {
+    runbox
+        .run(
+            RunRequest {
+                runtime: runtime.into(),
+                code: code.into(),
+                limits: LimitOverrides {
+                    timeout: Some(timeout),
+                    ..LimitOverrides::default()
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+}
+
 /// Runs `code` in `runtime` with an optional stdin and timeout.
 pub async fn run_with(
     runtime: &str,

@@ -247,6 +247,18 @@ async def http_session(url, token=None, client=None):
                 yield session
 
 
+@asynccontextmanager
+async def connected(transport, *args):
+    """A connected client of `runbox mcp ARGS` over `transport` (`stdio` or `http`)."""
+    if transport == "stdio":
+        async with stdio_session(*args) as session:
+            yield session
+    else:
+        with HttpServer(*args) as http:
+            async with http_session(http.url) as session:
+                yield session
+
+
 def text_of(result):
     return "\n".join(c.text for c in result.content if c.type == "text")
 

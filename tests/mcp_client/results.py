@@ -9,14 +9,12 @@ import sys
 from contextlib import asynccontextmanager
 
 from harness import (
-    HttpServer,
+    connected,
     check_run,
     completed,
-    http_session,
     main,
     quote,
     run_code,
-    stdio_session,
     text_of,
 )
 
@@ -26,13 +24,8 @@ MIB = 1 << 20
 
 @asynccontextmanager
 async def server(*args):
-    if TRANSPORT == "stdio":
-        async with stdio_session(*args) as session:
-            yield session
-    else:
-        with HttpServer(*args) as http:
-            async with http_session(http.url) as session:
-                yield session
+    async with connected(TRANSPORT, *args) as session:
+        yield session
 
 
 def size_of(result):

@@ -11,14 +11,12 @@ from contextlib import asynccontextmanager
 import anyio
 
 from harness import (
-    HttpServer,
+    connected,
     check_run,
     check_tool_error,
     completed,
-    http_session,
     main,
     run_code,
-    stdio_session,
     text_of,
 )
 
@@ -30,14 +28,8 @@ SCRATCH = tempfile.mkdtemp(prefix="runbox-session-test-")
 async def server(*args):
     """A client session with `runbox mcp ARGS` over the chosen transport; every server
     keeps its scratch directories under SCRATCH."""
-    args = ("--scratch-dir", SCRATCH, *args)
-    if TRANSPORT == "stdio":
-        async with stdio_session(*args) as session:
-            yield session
-    else:
-        with HttpServer(*args) as http:
-            async with http_session(http.url) as session:
-                yield session
+    async with connected(TRANSPORT, "--scratch-dir", SCRATCH, *args) as session:
+        yield session
 
 
 def session_dirs():
