@@ -8,7 +8,6 @@
 
 pub mod adapters;
 pub mod artifact;
-pub mod cli;
 pub mod compiled_cache;
 pub mod componentize;
 pub mod conformance;
@@ -21,7 +20,6 @@ pub mod mcp;
 pub mod outcome;
 pub mod plugin;
 pub mod preparation;
-pub mod repl;
 pub mod run;
 pub mod run_thread;
 pub mod sandbox;

@@ -1,9 +1,12 @@
-//! The `runbox` binary: logging to stderr, then the CLI.
+//! The `runbox` binary: logging to stderr, then the command line (`cli/`, which the
+//! library never sees).
+
+mod cli;
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use runbox::cli::{self, Cli};
+use cli::Cli;
 
 fn main() -> ExitCode {
     // stdout belongs to the program's output (and to MCP in stdio mode): logs go to stderr.

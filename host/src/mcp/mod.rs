@@ -3,7 +3,7 @@
 //! `tasks/*` methods), [`arguments`] checks what calls send, [`content`] and [`schema`]
 //! are the shapes clients see ([`shown`]: how much of an output; [`retained`]: what a
 //! result left out, readable for a while), [`tasks`] lets long runs outlive their call,
-//! [`progress`] keeps long calls alive, [`settings`] are the flags; the transports are
+//! [`progress`] keeps long calls alive, [`settings`] configure the handler; the transports are
 //! [`stdio`] and streamable HTTP ([`http`], guarded by [`access`]), both behind
 //! [`intake`] (every message screened before it is parsed, by [`message_scan`]).
 
@@ -23,46 +23,60 @@ pub mod shown;
 pub mod stdio;
 pub mod tasks;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::cli::GlobalArgs;
+use crate::service::Runbox;
+use access::HttpAccess;
+use http::HttpLimits;
+use settings::ServerSettings;
 
 pub use server::RunboxServer;
-pub use settings::McpArgs;
 
 pub use intake::MAX_MESSAGE_BYTES;
 
-/// `runbox mcp`: checks the settings, starts preparing the runtimes in the background
-/// (fetching and compiling what is missing, progress on stderr) and serves at once, until
-/// the client goes away. A call for a runtime still being prepared waits for it.
-pub async fn main(global: &GlobalArgs, args: McpArgs) -> Result<()> {
-    let options = args.runbox_options()?;
-    let settings = args.server_settings()?;
-    let access = args.http_access()?;
-    if let Some(addr) = args.http {
-        http::check_bind(addr, &access)?;
-    }
-    let runbox = Arc::new(global.start(options)?);
-    let names = runbox.runtime_names().join(", ");
+/// How `runbox mcp` is reached.
+pub enum Transport {
+    /// One client on stdin and stdout.
+    Stdio,
+    /// Streamable HTTP at `http://ADDR/mcp`.
+    Http {
+        addr: SocketAddr,
+        access: HttpAccess,
+        limits: HttpLimits,
+    },
+}
+
+/// Serves MCP for `runbox` over `transport` until the client goes away (stdio) or a
+/// signal (HTTP); `serving` is told where ("on stdio", "at http://…/mcp") once it does.
+/// Every session's files go, and every task's run stops, when it returns.
+pub async fn serve(
+    runbox: Arc<Runbox>,
+    settings: ServerSettings,
+    transport: Transport,
+    serving: impl FnOnce(&str),
+) -> Result<()> {
     let server = RunboxServer::with_settings(runbox.clone(), settings);
-    let cancel_tasks = server.clone();
     let intake = intake::Intake::new(runbox.server_memory());
-    let served = match args.http {
-        Some(addr) => {
-            http::serve(server, intake, addr, &access, args.http_limits(), |url| {
-                eprintln!("runbox: serving MCP at {url} ({names})");
+    let served = match transport {
+        Transport::Http {
+            addr,
+            access,
+            limits,
+        } => {
+            http::serve(server.clone(), intake, addr, &access, limits, |url| {
+                serving(&format!("at {url}"))
             })
             .await
         }
-        None => {
-            eprintln!("runbox: serving MCP on stdio ({names})");
-            stdio::serve_stdio(server, intake).await
+        Transport::Stdio => {
+            serving("on stdio");
+            stdio::serve_stdio(server.clone(), intake).await
         }
     };
-    // Every session's files go with the server, and every task's run stops.
-    cancel_tasks.cancel_tasks();
+    server.cancel_tasks();
     runbox.close_all_sessions();
     served
 }

@@ -11,10 +11,42 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::replay_as_terminal;
-use crate::files::ReturnCaps;
-use crate::outcome::{RunOutcome, RunStatus};
-use crate::service::{LimitOverrides, RunRequest, Runbox};
+use super::terminal::replay_as_terminal;
+use clap::Args;
+use runbox::files::ReturnCaps;
+use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+
+use super::limits::seconds;
+use super::{check_runtime_name, GlobalArgs};
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    /// The runtime, e.g. python, quickjs, ruby (see `runbox runtimes`).
+    pub runtime: String,
+    /// Wall-clock limit of each block, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+/// `runbox repl RUNTIME`.
+pub async fn command(global: &GlobalArgs, args: ReplArgs) -> Result<u8> {
+    let timeout = seconds("--timeout", args.timeout)?;
+    check_runtime_name(global, &args.runtime)?;
+    let options = RunboxOptions {
+        limits: LimitSettings {
+            max_timeout: timeout,
+            default_timeout: timeout,
+            ..LimitSettings::default()
+        },
+        max_concurrent: 1,
+        max_sessions: 1,
+        only: vec![args.runtime.clone()],
+        ..RunboxOptions::default()
+    };
+    let runbox = global.load(options).await?;
+    repl(&runbox, &args.runtime, timeout).await
+}
 
 const HELP: &str = "Enter code; a line runs when entered, unless it opens a block (ends \
 with `:`, `{`, `(`, `[`, `,`, `\\` or `do`): then an empty line runs the block. Each block \

@@ -1,0 +1,228 @@
+//! `runbox run RUNTIME [FILE]`: one program, its output as a terminal shows it, its
+//! files under `--out`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use runbox::files::{OutputFile, ReturnCaps};
+use runbox::outcome::RunStatus;
+use runbox::service::{LimitOverrides, RunRequest, RunboxOptions};
+use tokio_util::sync::CancellationToken;
+
+use super::limits::{seconds, LimitArgs};
+use super::terminal::replay_as_terminal;
+use super::{check_runtime_name, GlobalArgs, EXIT_CRASHED, EXIT_TERMINATED, EXIT_TIMEOUT};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The runtime (`runbox runtimes` lists them).
+    pub runtime: String,
+    /// The program file; `-` or nothing reads it from standard input.
+    pub file: Option<PathBuf>,
+    /// A file given to the program as standard input (default: none, end of input at once).
+    #[arg(long, value_name = "FILE")]
+    pub stdin: Option<PathBuf>,
+    /// Wall-clock limit in seconds (fractions allowed).
+    #[arg(long, value_name = "SECS",
+          default_value_t = runbox::service::LimitSettings::default().default_timeout.as_secs_f64())]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// An input file placed in the program's working directory: PATH keeps its file name,
+    /// NAME=PATH places the host file PATH at NAME (a relative path); an existing file
+    /// whose own name holds `=` is taken whole. Repeat for more (at most 100 files,
+    /// 32 MiB in total).
+    #[arg(long = "file", value_name = "[NAME=]PATH")]
+    pub files: Vec<String>,
+    /// Write the files the program created or changed under this directory (created
+    /// if missing); without it they are only listed on stderr.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Arguments for the program.
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+/// `--file PATH` or `--file NAME=PATH`: the name in the sandbox and the host file's bytes.
+/// A PATH that is an existing file is never split, `=` or not.
+fn read_input_file(spec: &str) -> Result<(String, Vec<u8>)> {
+    let named = spec
+        .split_once('=')
+        .filter(|(name, _)| !name.is_empty() && !std::path::Path::new(spec).is_file());
+    let (name, path) = match named {
+        Some((name, path)) => (name.to_string(), PathBuf::from(path)),
+        _ => {
+            let path = PathBuf::from(spec);
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .with_context(|| format!("--file {spec}: no file name to use; write NAME={spec}"))?
+                .to_string();
+            (name, path)
+        }
+    };
+    let bytes =
+        std::fs::read(&path).with_context(|| format!("--file: cannot read {}", path.display()))?;
+    Ok((name, bytes))
+}
+
+/// Writes the run's output files under `out` (or only lists them), telling stderr.
+fn save_output_files(
+    files: &[OutputFile],
+    out: Option<&std::path::Path>,
+    err: &mut impl Write,
+) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let Some(out) = out else {
+        let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        writeln!(
+            err,
+            "runbox: output files (save them with --out DIR): {}",
+            names.join(", ")
+        )?;
+        return Ok(());
+    };
+    for file in files {
+        let Some(bytes) = &file.contents else {
+            writeln!(
+                err,
+                "runbox: {} ({} bytes) could not be read back",
+                file.path, file.size
+            )?;
+            continue;
+        };
+        // The path came from the sandbox's own directory listing: relative, no `..`
+        // (checked again, as the host writes here).
+        runbox::files::normalize_path(&file.path)
+            .map_err(|rule| anyhow::anyhow!("output file `{}`: {rule}", file.path))?;
+        let target = out.join(&file.path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&target, bytes)
+            .with_context(|| format!("cannot write {}", target.display()))?;
+        writeln!(err, "runbox: wrote {}", target.display())?;
+    }
+    Ok(())
+}
+
+/// `runbox run RUNTIME [FILE]`: the program's exit status, or runbox's own.
+pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
+    let timeout = seconds("--timeout", args.timeout)?;
+    let limits = args.limits.settings(timeout, timeout)?;
+    let code = match args.file.as_deref() {
+        None => read_stdin()?,
+        Some(p) if p.as_os_str() == "-" => read_stdin()?,
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read program file {}", p.display()))?,
+    };
+    let stdin = match &args.stdin {
+        Some(p) => Some(
+            std::fs::read(p).with_context(|| format!("cannot read stdin file {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let files = args
+        .files
+        .iter()
+        .map(|spec| read_input_file(spec))
+        .collect::<Result<Vec<_>>>()?;
+    let options = RunboxOptions {
+        limits,
+        max_concurrent: 1,
+        only: vec![args.runtime.clone()],
+        ..RunboxOptions::default()
+    };
+    // Check the name before loading anything, so a typo fails fast and clearly.
+    check_runtime_name(global, &args.runtime)?;
+    let runbox = global.load(options).await?;
+    let cancel = CancellationToken::new();
+    let ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.cancel();
+        }
+    });
+    let outcome = runbox
+        .run(
+            RunRequest {
+                runtime: args.runtime,
+                code,
+                stdin,
+                args: args.args,
+                limits: LimitOverrides::default(),
+                files,
+                // A terminal has no message size to protect: every file the run's scratch
+                // cap let it write comes back.
+                return_caps: ReturnCaps::everything(),
+                session_id: None,
+                ..RunRequest::default()
+            },
+            cancel,
+        )
+        .await?;
+    replay_as_terminal(&outcome)?;
+    let mut err = std::io::stderr().lock();
+    if let Some(e) = &outcome.error {
+        writeln!(err, "runbox: {}: {e}", outcome.status.as_str())?;
+    }
+    save_output_files(&outcome.files, args.out.as_deref(), &mut err)?;
+    Ok(match outcome.status {
+        RunStatus::Completed => exit_status_byte(outcome.exit_code.unwrap_or(0)),
+        RunStatus::Timeout => EXIT_TIMEOUT,
+        RunStatus::Crashed => EXIT_CRASHED,
+        RunStatus::Terminated => EXIT_TERMINATED,
+    })
+}
+
+/// A program's exit code as a process exit status (the low 8 bits, like a shell).
+fn exit_status_byte(code: i32) -> u8 {
+    (code & 0xff) as u8
+}
+
+fn read_stdin() -> Result<String> {
+    let mut code = String::new();
+    std::io::stdin()
+        .read_to_string(&mut code)
+        .context("cannot read the program from standard input")?;
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_file_is_named_or_keeps_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("data.csv");
+        let with_equals = dir.path().join("a=b.csv");
+        std::fs::write(&plain, "1,2").unwrap();
+        std::fs::write(&with_equals, "3,4").unwrap();
+        let read = |spec: String| read_input_file(&spec).unwrap();
+        assert_eq!(
+            read(plain.display().to_string()),
+            ("data.csv".into(), b"1,2".to_vec())
+        );
+        assert_eq!(
+            read(format!("in/x.csv={}", plain.display())),
+            ("in/x.csv".into(), b"1,2".to_vec())
+        );
+        assert_eq!(
+            read(with_equals.display().to_string()),
+            ("a=b.csv".into(), b"3,4".to_vec())
+        );
+    }
+
+    #[test]
+    fn exit_codes_keep_the_low_byte() {
+        assert_eq!(exit_status_byte(3), 3);
+        assert_eq!(exit_status_byte(256 + 7), 7);
+        assert_eq!(exit_status_byte(-1), 255);
+    }
+}
