@@ -17,12 +17,41 @@ use tokio_util::sync::CancellationToken;
 pub use crate::limits::{LimitOverrides, LimitSettings};
 pub use crate::run::{RunError, RunRequest};
 
+/// Why a call found no runtime or session to run in, or was not run (a tool error to MCP
+/// clients).
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown runtime `{name}`; valid runtimes: {}", valid.join(", "))]
+    UnknownRuntime { name: String, valid: Vec<String> },
+    /// The runtime is still being prepared, or could not be.
+    #[error(transparent)]
+    NotReady(#[from] NotReady),
+    /// A session that does not exist (any more), or is full, or of another runtime.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The call was found its runtime but not run.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl From<crate::limits::ZeroTimeout> for CallError {
+    fn from(e: crate::limits::ZeroTimeout) -> Self {
+        CallError::Run(e.into())
+    }
+}
+
+impl From<crate::files::FileError> for CallError {
+    fn from(e: crate::files::FileError) -> Self {
+        CallError::Run(e.into())
+    }
+}
+
 use crate::artifact::{Cache, Progress};
 use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::manifest::Manifest;
 use crate::outcome::RunOutcome;
 use crate::plugin::{LoadedPlugin, PluginError};
-use crate::preparation::{PluginSlot, Preparation, Preparer};
+use crate::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
 use crate::sandbox::bindings::exports::runbox::plugin::runtime;
@@ -323,10 +352,10 @@ impl Runbox {
 
     /// Asks the plugin behind `runtime` to describe itself (`runtime.describe`), in a
     /// fresh sandbox like any run: in a run slot, under the default deadline.
-    pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, RunError> {
+    pub async fn describe(&self, runtime: &str) -> Result<runtime::Info, CallError> {
         let limits = self.runner.limits.resolve(&LimitOverrides::default())?;
         let plugin = self.plugin(runtime, limits.timeout).await?;
-        self.runner.describe_once(plugin, limits).await
+        Ok(self.runner.describe_once(plugin, limits).await?)
     }
 
     /// Runs one program: on its own, or in `request.session_id`'s session. Waits for a
@@ -337,11 +366,11 @@ impl Runbox {
         &self,
         request: RunRequest,
         cancel: CancellationToken,
-    ) -> Result<RunOutcome, RunError> {
+    ) -> Result<RunOutcome, CallError> {
         let limits = self.runner.limits.resolve(&request.limits)?;
         if let Some(id) = &request.session_id {
             let session = self.session_for(id, &request.runtime)?;
-            return session.run(&self.runner, request, limits, cancel).await;
+            return Ok(session.run(&self.runner, request, limits, cancel).await?);
         }
         let slot = self.slot(&request.runtime)?;
         // Admitted first (a queue place, its memory), then waiting for a runtime still
@@ -354,12 +383,15 @@ impl Runbox {
                 _ = cancel.cancelled() => return Ok(cancelled_before_start()),
             },
         };
-        self.runner.run_once(plugin, admitted, limits, cancel).await
+        Ok(self
+            .runner
+            .run_once(plugin, admitted, limits, cancel)
+            .await?)
     }
 
     /// A new session of `runtime`, waiting up to the default timeout while the runtime
     /// is prepared.
-    pub async fn create_session(&self, runtime: &str) -> Result<SessionInfo, RunError> {
+    pub async fn create_session(&self, runtime: &str) -> Result<SessionInfo, CallError> {
         let plugin = self
             .plugin(runtime, self.runner.limits.default_timeout)
             .await?;
@@ -396,17 +428,17 @@ impl Runbox {
     }
 
     /// The slot of `runtime`, ready or not.
-    fn slot(&self, runtime: &str) -> Result<&Arc<PluginSlot>, RunError> {
+    fn slot(&self, runtime: &str) -> Result<&Arc<PluginSlot>, CallError> {
         self.plugins
             .get(runtime)
-            .ok_or_else(|| RunError::UnknownRuntime {
+            .ok_or_else(|| CallError::UnknownRuntime {
                 name: runtime.to_string(),
                 valid: self.runtime_names(),
             })
     }
 
     /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.
-    async fn plugin(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, RunError> {
+    async fn plugin(&self, runtime: &str, wait: Duration) -> Result<Arc<LoadedPlugin>, CallError> {
         let slot = self.slot(runtime)?;
         if let Some(plugin) = slot.ready() {
             return Ok(plugin);

@@ -101,7 +101,7 @@ pub async fn run_on(
     runtime: &str,
     code: &str,
     timeout: Duration,
-) -> Result<RunOutcome, runbox::service::RunError> {
+) -> Result<RunOutcome, runbox::service::CallError> {
     runbox
         .run(
             RunRequest {

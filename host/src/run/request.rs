@@ -4,7 +4,6 @@ use std::sync::{Arc, OnceLock};
 
 use crate::files::{FileError, ReturnCaps};
 use crate::limits::{LimitOverrides, ZeroTimeout};
-use crate::preparation::NotReady;
 use crate::sandbox::output::OutputCapture;
 use crate::server_bounds::Busy;
 
@@ -67,12 +66,11 @@ impl RunRequest {
     }
 }
 
-/// Why a call was not run (a tool error to MCP clients), as opposed to a program that
-/// ran and failed (a [`crate::outcome::RunOutcome`]).
+/// Why an admitted call was not run (a tool error to MCP clients), as opposed to a
+/// program that ran and failed (a [`crate::outcome::RunOutcome`]). Finding the call's
+/// runtime or session fails with a `service::CallError` instead.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("unknown runtime `{name}`; valid runtimes: {}", valid.join(", "))]
-    UnknownRuntime { name: String, valid: Vec<String> },
     #[error("{0}")]
     InvalidRequest(String),
     /// The host could not set the run up (disk full, broken plugin); not the caller's fault.
@@ -81,15 +79,9 @@ pub enum RunError {
     /// The queue or the server's memory is full; the call was not started.
     #[error(transparent)]
     Busy(Busy),
-    /// The runtime is still being prepared, or could not be.
-    #[error(transparent)]
-    NotReady(#[from] NotReady),
     /// An input file breaks a rule (its path, its encoding, a cap).
     #[error(transparent)]
     Files(#[from] FileError),
-    /// A session that does not exist (any more), or is full, or of another runtime.
-    #[error(transparent)]
-    Session(#[from] crate::session::SessionError),
 }
 
 impl From<ZeroTimeout> for RunError {
