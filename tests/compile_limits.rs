@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runbox::artifact::Progress;
 use runbox::manifest::Manifest;
 use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::plugin::artifact::Progress;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

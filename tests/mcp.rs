@@ -21,10 +21,10 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{RoleClient, ServiceExt};
-use runbox::artifact::Progress;
 use runbox::manifest::Manifest;
 use runbox::mcp::schema::{self, RunCodeOutput, Status};
 use runbox::mcp::RunboxServer;
+use runbox::plugin::artifact::Progress;
 use runbox::service::{Runbox, RunboxOptions};
 use serde_json::{json, Value};
 
@@ -1182,7 +1182,8 @@ fn initialize_is_answered_while_runtimes_are_prepared() {
     let manifest = Manifest::builtin().unwrap();
     let artifact = &manifest.plugins["quickjs"].tools["qjs"].artifact;
     let from = common::cache().artifact_path(artifact);
-    let to = runbox::artifact::Cache::at(cache.path().to_path_buf()).artifact_path(artifact);
+    let to =
+        runbox::plugin::artifact::Cache::at(cache.path().to_path_buf()).artifact_path(artifact);
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
     std::fs::copy(&from, &to).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_runbox"));

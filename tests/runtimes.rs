@@ -6,9 +6,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{run, run_with, runbox};
-use runbox::artifact::Progress;
 use runbox::manifest::Manifest;
 use runbox::outcome::RunStatus;
+use runbox::plugin::artifact::Progress;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -401,7 +401,7 @@ async fn calls_waiting_for_preparation_are_admitted_first() {
         ..common::options()
     };
     let manifest = Manifest::builtin().unwrap();
-    let cache = runbox::artifact::Cache::at(dir.path().to_path_buf());
+    let cache = runbox::plugin::artifact::Cache::at(dir.path().to_path_buf());
     let rb =
         std::sync::Arc::new(Runbox::start(&manifest, &cache, options, Progress::hidden()).unwrap());
     assert!(!rb.all_prepared(), "php-cgi was ready at once");

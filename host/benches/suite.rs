@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::mcp::McpServer;
 use common::{ms, stats, Stats};
-use runbox::artifact::{Cache, Progress};
 use runbox::manifest::Manifest;
+use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

@@ -4,27 +4,20 @@
 //! → [`run`] (one call: admission, a sandbox on its own thread, the plugin instance,
 //! how it ended) or [`session`] (calls that share state) → [`sandbox::store`] (a
 //! program's WASI context) → [`sandbox`]'s `process` host (spawning tools) →
-//! [`componentize`] / [`engine`] (how tools became components).
+//! [`plugin`] (how plugins are fetched, componentized, compiled, prepared).
 
-pub mod adapters;
-pub mod artifact;
-pub mod compiled_cache;
-pub mod componentize;
+pub mod admission;
 pub mod conformance;
-pub mod derived;
-pub mod engine;
 pub mod files;
 pub mod limits;
 pub mod manifest;
 pub mod mcp;
 pub mod outcome;
 pub mod plugin;
-pub mod preparation;
 pub mod run;
 pub mod run_thread;
 pub mod sandbox;
 pub mod scratch;
-pub mod server_bounds;
 pub mod service;
 pub mod session;
-pub mod snapshot;
+pub mod wit;

@@ -46,23 +46,23 @@ impl From<crate::files::FileError> for CallError {
     }
 }
 
-use crate::artifact::{Cache, Progress};
-use crate::engine::{ProgramCompiler, SandboxEngine};
+use crate::admission::{
+    default_server_memory, raise_descriptor_limit, Admission, DEFAULT_MAX_QUEUED,
+};
 use crate::manifest::Manifest;
 use crate::outcome::RunOutcome;
+use crate::plugin::artifact::{Cache, Progress};
+use crate::plugin::engine::{ProgramCompiler, SandboxEngine};
+use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::plugin::{LoadedPlugin, PluginError};
-use crate::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
-use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
 use crate::scratch::{ScratchError, ScratchRoot};
-use crate::server_bounds::{
-    default_server_memory, raise_descriptor_limit, Admission, DEFAULT_MAX_QUEUED,
-};
 use crate::session::{Session, SessionError, Sessions};
+use crate::wit::exports::runbox::plugin::runtime;
 
 /// Sessions open at once, by default.
 pub const DEFAULT_MAX_SESSIONS: usize = 16;
@@ -144,7 +144,7 @@ pub enum StartError {
     #[error(transparent)]
     Plugin(#[from] PluginError),
     #[error(transparent)]
-    Engine(#[from] crate::engine::EngineError),
+    Engine(#[from] crate::plugin::engine::EngineError),
     #[error("cannot set up the sandbox linker: {0:#}")]
     Linker(anyhow::Error),
     #[error("unknown runtime `{name}` in the runtime selection; plugins file has: {}", valid.join(", "))]

@@ -9,9 +9,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use runbox::artifact::{Cache, Progress};
 use runbox::manifest::Manifest;
 use runbox::outcome::RunOutcome;
+use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

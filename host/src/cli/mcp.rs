@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use runbox::admission::DEFAULT_MAX_QUEUED;
 use runbox::mcp::access::{self, HttpAccess};
 use runbox::mcp::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use runbox::mcp::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
@@ -20,7 +21,6 @@ use runbox::mcp::tasks::{
     TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
 };
 use runbox::mcp::Transport;
-use runbox::server_bounds::DEFAULT_MAX_QUEUED;
 use runbox::service::{LimitSettings, RunboxOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 
 use super::limits::{seconds, LimitArgs};

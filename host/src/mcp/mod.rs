@@ -22,6 +22,7 @@ pub mod settings;
 pub mod shown;
 pub mod stdio;
 pub mod tasks;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

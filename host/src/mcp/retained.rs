@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rmcp::model::ResourceContents;
 
-use crate::files::{encode_base64, has_control_characters};
+use super::wire::encode_base64;
+use crate::files::has_control_characters;
 use crate::sandbox::memory::{Held, MemoryBudget, Reservation};
 use crate::sandbox::output::CapturedOutput;
 

@@ -7,9 +7,9 @@ use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
 use crate::plugin::LoadedPlugin;
-use crate::sandbox::bindings::exports::runbox::plugin::{runtime, session};
 use crate::sandbox::store::{new_store, ProgramIo, StoreState};
 use crate::sandbox::Sandbox;
+use crate::wit::exports::runbox::plugin::{runtime, session};
 
 /// What the host asks of a plugin in one call.
 pub enum PluginCall {

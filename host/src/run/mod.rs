@@ -1,7 +1,7 @@
 //! The run lifecycle: from a checked request to a [`RunOutcome`].
 //!
 //! One call, in order: admission (a place in the queue and the payload's memory,
-//! `server_bounds.rs`) → a run slot → a [`Sandbox`] (fresh, or a session's) →
+//! `admission.rs`) → a run slot → a [`Sandbox`] (fresh, or a session's) →
 //! [`call::run_call`] on a thread of its own → the plugin instance's call
 //! ([`instance`]) → its `process.spawn` calls (`sandbox/process.rs`) →
 //! [`classify::classify`] turns how it ended into the outcome.
@@ -21,20 +21,20 @@ use tracing::Instrument;
 
 pub use request::{RunError, RunRequest, RunWatch};
 
-use crate::engine::SandboxEngine;
+use crate::admission::{Admission, Ticket};
 use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::{LimitSettings, RunLimits};
 use crate::manifest::PluginSpec;
 use crate::outcome::{RunOutcome, RunStatus};
+use crate::plugin::engine::SandboxEngine;
 use crate::plugin::LoadedPlugin;
-use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::OutputCapture;
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::{CallClock, Sandbox};
 use crate::scratch::ScratchRoot;
-use crate::server_bounds::{Admission, Ticket};
+use crate::wit::exports::runbox::plugin::runtime;
 use call::{run_call, CallSetup, Collect};
 use classify::{cancelled_before_start, classify, Ended};
 use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};

@@ -20,13 +20,13 @@ use wasmtime_wasi::{I32Exit, WasiView};
 
 use super::quota_fs::WasiQuotaFsView;
 use super::store::StoreState;
-use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
+use crate::plugin::componentize::{EXIT_FIELD, EXIT_MODULE};
 
 /// What a plugin component may import: WASI, `process` and `config`.
 pub fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     add_wasi(&mut linker)?;
-    super::bindings::SessionPlugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
+    crate::wit::SessionPlugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
         &mut linker,
         |s| s,
     )?;

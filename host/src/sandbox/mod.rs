@@ -20,30 +20,12 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
-use crate::engine::SandboxEngine;
+use crate::plugin::engine::SandboxEngine;
 use disk::DiskBudget;
 use memory::MemoryBudget;
 use output::OutputCapture;
 use program::ProgramCompiles;
 use store::StoreState;
-
-/// Host-side bindings of the `runbox:plugin` WIT package.
-pub mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "session-plugin",
-        imports: {
-            "runbox:plugin/process.spawn": async | trappable,
-            "runbox:plugin/process.[static]resident.start": async | trappable,
-            "runbox:plugin/process.[method]resident.feed": async | trappable,
-            default: trappable,
-        },
-        exports: { default: async },
-        with: {
-            "runbox:plugin/process.resident": super::resident::Resident,
-        },
-    });
-}
 
 /// A preview1 tool a plugin may spawn by name.
 #[derive(Clone)]

@@ -10,11 +10,11 @@ use wasmtime::Store;
 use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::I32Exit;
 
-use super::bindings::runbox::plugin::{config, process};
 use super::program::load_program;
 use super::resident::{Resident, ResidentInput};
 use super::store::{new_store, ProgramIo, Stdin, StoreState};
 use super::Sandbox;
+use crate::wit::runbox::plugin::{config, process};
 
 use process::{Command, SpawnError};
 

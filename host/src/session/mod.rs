@@ -28,9 +28,9 @@ use crate::run::call::{run_call, CallSetup};
 use crate::run::classify::{cancelled_before_start, classify};
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
 use crate::run::{record, run_span, Admitted, RunError, RunRequest, Runner};
-use crate::sandbox::bindings::exports::runbox::plugin::runtime;
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
+use crate::wit::exports::runbox::plugin::runtime;
 
 /// One open session.
 pub struct Session {

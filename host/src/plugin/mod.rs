@@ -1,5 +1,19 @@
-//! Loading a plugin: its component, its tools (componentized and precompiled once into
-//! the cache) and its read-only mounts, ready to instantiate per run.
+//! Plugins: how a `plugins.toml` entry becomes something a run can instantiate. Its
+//! artifacts are fetched and verified ([`artifact`]), preview1 tools turned into
+//! components ([`componentize`], with a start-up [`snapshot`] for reactors), compiled
+//! once into the [`compiled_cache`] by the [`engine`], files it derives made with its
+//! own tools ([`derived`]), and the whole prepared in the background ([`preparation`]);
+//! runbox's own guest components are [`adapters`]. This module loads one: its component,
+//! its tools and its read-only mounts, ready to instantiate per run.
+
+pub mod adapters;
+pub mod artifact;
+pub mod compiled_cache;
+pub mod componentize;
+pub mod derived;
+pub mod engine;
+pub mod preparation;
+pub mod snapshot;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,15 +23,17 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{InstancePre, Linker};
 use wasmtime_wasi::p2::bindings::CommandPre;
 
-use crate::artifact::{ArtifactError, Cache, Progress};
-use crate::compiled_cache::CompiledKind;
-use crate::componentize::{binary_kind, componentize_tool, transform_fingerprint, BinaryKind};
-use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
-use crate::sandbox::bindings::exports::runbox::plugin::{runtime, session};
+use crate::plugin::artifact::{ArtifactError, Cache, Progress};
+use crate::plugin::compiled_cache::CompiledKind;
+use crate::plugin::componentize::{
+    binary_kind, componentize_tool, transform_fingerprint, BinaryKind,
+};
+use crate::plugin::engine::{EngineError, SandboxEngine};
+use crate::plugin::snapshot::{take_snapshot, Preopen, SnapshotPlan};
 use crate::sandbox::store::StoreState;
 use crate::sandbox::{Mount, Tool};
-use crate::snapshot::{take_snapshot, Preopen, SnapshotPlan};
+use crate::wit::exports::runbox::plugin::{runtime, session};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -117,7 +133,7 @@ pub fn load_plugin(
     };
 
     let component_bytes: Vec<u8> = match &spec.adapter {
-        AdapterSpec::Builtin(name) => crate::adapters::BUILTIN
+        AdapterSpec::Builtin(name) => crate::plugin::adapters::BUILTIN
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, b)| b.to_vec())
@@ -222,8 +238,8 @@ pub fn load_plugin(
 
     // Derived files last: they are made with the tools, beside the mounts.
     let tools = Arc::new(tools);
-    let deriver = crate::derived::Deriver {
-        root: &crate::derived::derived_root(cache.root()),
+    let deriver = crate::plugin::derived::Deriver {
+        root: &crate::plugin::derived::derived_root(cache.root()),
         engine,
         tools: &tools,
         mounts: &mounts,

@@ -15,7 +15,7 @@ use wasmtime::component::Component;
 use wasmtime::error::Context as _;
 use wasmtime::{Config, Engine, OptLevel, Strategy};
 
-use crate::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
+use crate::plugin::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
 
 /// How often the epoch advances. A running guest yields to the executor on every tick
 /// and checks its deadline, so this is also the timeout's granularity.

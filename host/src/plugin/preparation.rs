@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::artifact::{Cache, Progress};
-use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
+use crate::plugin::artifact::{Cache, Progress};
+use crate::plugin::engine::SandboxEngine;
 use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
 use crate::sandbox::store::StoreState;
 
@@ -145,7 +145,7 @@ pub struct Preparer {
 
 impl Preparer {
     /// Tells the slot being prepared what its preparation is doing.
-    pub fn observer(&self) -> crate::artifact::Observer {
+    pub fn observer(&self) -> crate::plugin::artifact::Observer {
         let (slots, current) = (self.slots.clone(), self.current.clone());
         Arc::new(move |step: &str| {
             if let Some(slot) = slots.get(current.load(std::sync::atomic::Ordering::SeqCst)) {

@@ -24,7 +24,7 @@ use wit_component::{ComponentEncoder, StringEncoding};
 use wit_parser::Resolve;
 
 /// The WIT package, for the `tool` world's metadata.
-const WIT: &str = include_str!("../../../wit/runbox.wit");
+const WIT: &str = include_str!("../../../../wit/runbox.wit");
 /// The core module and field the host's exit hook is imported under.
 pub const EXIT_MODULE: &str = "runbox:plugin/exit@0.2.0";
 pub const EXIT_FIELD: &str = "exit";

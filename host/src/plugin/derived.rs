@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::SandboxEngine;
 use crate::manifest::{DerivedSpec, PluginSpec};
+use crate::plugin::engine::SandboxEngine;
 use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::OutputCapture;

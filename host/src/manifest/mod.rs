@@ -1,0 +1,263 @@
+//! `plugins.toml`: the list of runtimes, their artifacts and their settings. [`schema`]
+//! is what an entry holds; [`validate`] checks each of its sections.
+//!
+//! The default list is compiled into the binary; `--plugins FILE` or `RUNBOX_PLUGINS`
+//! replaces it. Every error names the file, the entry and the field.
+
+mod schema;
+mod validate;
+
+pub use schema::*;
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// The default plugin list, embedded at build time.
+pub const DEFAULT_MANIFEST: &str = include_str!("../../../plugins.toml");
+/// The name shown in errors for the embedded list.
+pub const DEFAULT_MANIFEST_NAME: &str = "<built-in plugins.toml>";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read plugins file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid plugins file {file}: {message}")]
+    Syntax { file: String, message: String },
+    #[error("invalid plugins file {file}: entry `{entry}`: field `{field}`: {message}")]
+    Field {
+        file: String,
+        entry: String,
+        field: String,
+        message: String,
+    },
+    #[error("invalid plugins file {file}: no runtimes are defined (add a [plugins.NAME] table)")]
+    Empty { file: String },
+    #[error("plugins file {file} adds runtime `{name}`, which {taken_by} already has; choose another name")]
+    Taken {
+        file: String,
+        name: String,
+        taken_by: String,
+    },
+}
+
+/// A parsed and validated `plugins.toml`.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Where it came from, for messages (a path, or [`DEFAULT_MANIFEST_NAME`]).
+    pub source: String,
+    /// The directory relative `path` artifacts are resolved against.
+    pub base_dir: PathBuf,
+    /// The runtimes, in file order.
+    pub plugins: IndexMap<String, PluginSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct ManifestFile {
+    #[serde(default)]
+    plugins: IndexMap<String, PluginSpec>,
+}
+
+impl Manifest {
+    /// The list compiled into the binary.
+    pub fn builtin() -> Result<Manifest, ManifestError> {
+        let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Manifest::parse(DEFAULT_MANIFEST, DEFAULT_MANIFEST_NAME, &base)
+    }
+
+    /// Reads a plugins file from disk.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Manifest::parse(&text, &path.display().to_string(), &base)
+    }
+
+    /// `path` if given, else the built-in list.
+    pub fn load_or_builtin(path: Option<&Path>) -> Result<Manifest, ManifestError> {
+        match path {
+            Some(p) => Manifest::load(p),
+            None => Manifest::builtin(),
+        }
+    }
+
+    pub fn parse(text: &str, source: &str, base_dir: &Path) -> Result<Manifest, ManifestError> {
+        let file: ManifestFile = toml::from_str(text).map_err(|e| ManifestError::Syntax {
+            file: source.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        if file.plugins.is_empty() {
+            return Err(ManifestError::Empty {
+                file: source.to_string(),
+            });
+        }
+        let mut plugins = IndexMap::new();
+        for (name, spec) in file.plugins {
+            let spec = validate::entry(&name, spec, source, base_dir)?;
+            plugins.insert(name, spec);
+        }
+        Ok(Manifest {
+            source: source.to_string(),
+            base_dir: base_dir.to_path_buf(),
+            plugins,
+        })
+    }
+
+    /// Adds `other`'s runtimes after these (`--plugins-add`); a name both have is an
+    /// error. Each entry keeps the paths it resolved against its own file.
+    pub fn add(&mut self, other: Manifest) -> Result<(), ManifestError> {
+        for (name, spec) in other.plugins {
+            if self.plugins.contains_key(&name) {
+                return Err(ManifestError::Taken {
+                    file: other.source.clone(),
+                    name,
+                    taken_by: self.source.clone(),
+                });
+            }
+            self.plugins.insert(name, spec);
+        }
+        Ok(())
+    }
+
+    /// Every artifact the manifest uses, for fetching.
+    pub fn artifacts(&self) -> impl Iterator<Item = (&PluginSpec, &ArtifactSpec)> {
+        self.plugins.values().flat_map(|p| {
+            let adapter = match &p.adapter {
+                AdapterSpec::Artifact(a) => Some((p, a)),
+                AdapterSpec::Builtin(_) => None,
+            };
+            adapter
+                .into_iter()
+                .chain(p.tools.values().map(move |t| (p, &t.artifact)))
+                .chain(p.mounts.iter().map(move |m| (p, m.artifact())))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, "test.toml", Path::new("/base"))
+    }
+
+    #[test]
+    fn builtin_manifest_parses() {
+        let m = Manifest::builtin().unwrap();
+        for name in ["python", "ruby", "php-cgi", "quickjs"] {
+            assert!(m.plugins.contains_key(name), "missing {name}");
+        }
+    }
+
+    #[test]
+    fn syntax_error_names_the_file() {
+        let e = parse("[plugins.x\n").unwrap_err().to_string();
+        assert!(e.contains("test.toml"), "{e}");
+    }
+
+    #[test]
+    fn bad_sha_names_entry_and_field() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "command"
+[plugins.py.tools.python]
+path = "x.wasm"
+sha256 = "abc"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("test.toml"), "{e}");
+        assert!(e.contains("`py`"), "{e}");
+        assert!(e.contains("tools.python.sha256"), "{e}");
+    }
+
+    #[test]
+    fn missing_field_is_reported() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+extension = "py"
+adapter = "command"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("test.toml") && e.contains("version"), "{e}");
+    }
+
+    #[test]
+    fn unknown_adapter_is_reported() {
+        let e = parse(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "nope"
+"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("adapter") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn another_file_adds_runtimes_beside_and_may_not_take_a_name() {
+        let mut base = Manifest::builtin().unwrap();
+        let extra = |name: &str| {
+            parse(&format!(
+                "[plugins.{name}]\nlanguage = \"L\"\nversion = \"1\"\nextension = \"l\"\nadapter = \"command\"\n"
+            ))
+            .unwrap()
+        };
+        base.add(extra("lua")).unwrap();
+        assert!(base.plugins.contains_key("python") && base.plugins.contains_key("lua"));
+        assert_eq!(base.plugins.keys().last().unwrap(), "lua");
+        let e = base.add(extra("python")).unwrap_err().to_string();
+        assert!(
+            e.contains("test.toml") && e.contains("`python`") && e.contains("built-in"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_file() {
+        let m = parse(&format!(
+            r#"
+[plugins.py]
+language = "Python"
+version = "1"
+extension = "py"
+adapter = "command"
+[plugins.py.tools.python]
+path = "x.wasm"
+sha256 = "{}"
+"#,
+            "a".repeat(64)
+        ))
+        .unwrap();
+        let t = &m.plugins["py"].tools["python"];
+        assert_eq!(
+            t.artifact.source(),
+            ArtifactSource::Path(Path::new("/base/x.wasm"))
+        );
+    }
+}

