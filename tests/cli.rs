@@ -381,3 +381,102 @@ fn the_terminal_gets_the_whole_output_and_big_files() {
     use sha2::Digest;
     assert_eq!(hex::encode(sha2::Sha256::digest(&big)), lines[20000]);
 }
+
+/// What `--help` shows, by section: the commands (first word of each line under
+/// `Commands:`, but `help`) and the flags (`--name` of each line under `Options:`, but
+/// `--help` and `--version`).
+fn help_of(args: &[&str]) -> (Vec<String>, Vec<String>) {
+    let out = runbox_cmd().args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    let (mut commands, mut flags) = (Vec::new(), Vec::new());
+    let mut section = "";
+    for line in help.lines() {
+        if line.ends_with(':') && !line.starts_with(' ') {
+            section = line;
+            continue;
+        }
+        let trimmed = line.trim_start();
+        match section {
+            "Commands:" if line.starts_with("  ") => {
+                let name = trimmed.split_whitespace().next().unwrap_or_default();
+                if name != "help" {
+                    commands.push(name.to_string());
+                }
+            }
+            "Options:" => {
+                if let Some(flag) = trimmed
+                    .split([' ', ','])
+                    .find(|w| w.starts_with("--") && w.len() > 2)
+                {
+                    if flag != "--help" && flag != "--version" {
+                        flags.push(flag.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (commands, flags)
+}
+
+/// The README's command block, its global options and its settings table name every
+/// command and flag `--help` shows: the docs cannot drift from the code.
+#[test]
+fn the_readme_names_every_command_and_flag() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let after = |marker: &str| &readme[readme.find(marker).unwrap_or_else(|| panic!("{marker}"))..];
+    let block = after("## Command line\n\n```\n");
+    let block = &block[..block[20..].find("```").unwrap() + 20];
+    let globals = after("Global options:");
+    let globals = &globals[..globals.find("\n\n").unwrap()];
+    let settings = after("### Settings");
+    let (commands, global_flags) = help_of(&[]);
+    assert!(commands.len() >= 5, "{commands:?}");
+    for command in &commands {
+        if command == "plugins" {
+            for sub in help_of(&["plugins"]).0 {
+                assert!(
+                    block.contains(&format!("runbox plugins {sub}")),
+                    "`plugins {sub}` not in {block}"
+                );
+            }
+        } else {
+            assert!(
+                block.contains(&format!("runbox {command}")),
+                "`{command}` not in {block}"
+            );
+        }
+    }
+    for flag in &global_flags {
+        assert!(
+            globals.contains(&format!("`{flag}")),
+            "global {flag} not in: {globals}"
+        );
+    }
+    let run_line = block
+        .lines()
+        .find(|l| l.starts_with("runbox run "))
+        .unwrap();
+    for flag in help_of(&["run"])
+        .1
+        .iter()
+        .filter(|f| !global_flags.contains(f))
+    {
+        assert!(
+            run_line.contains(flag.as_str()),
+            "run's {flag} not in: {run_line}"
+        );
+    }
+    for flag in help_of(&["mcp"])
+        .1
+        .iter()
+        .filter(|f| !global_flags.contains(f))
+    {
+        assert!(
+            settings.contains(&format!("| `{flag}")),
+            "mcp's {flag} is not in the README's settings table"
+        );
+    }
+}

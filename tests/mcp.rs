@@ -146,7 +146,7 @@ fn runtimes_json() -> String {
                 .collect();
             json!({"name": p.name, "language": p.language, "version": p.version,
                    "extension": p.extension, "session_state": p.session_state,
-                   "samples": samples})
+                   "note": p.note, "samples": samples})
         })
         .collect();
     Value::Array(runtimes).to_string()
@@ -818,6 +818,28 @@ fn text(result: &CallToolResult) -> String {
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect()
+}
+
+/// The tools as clients list them (names, descriptions, schemas, annotations) are held by
+/// a committed fixture, so any change to the contract is a visible diff. After a change
+/// that is meant, `RUNBOX_BLESS=1 cargo test --release --test mcp tools_list` rewrites it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tools_list_matches_its_fixture() {
+    let client = connect(shared_runbox().await).await;
+    let mut tools = client.list_all_tools().await.unwrap();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let listed = serde_json::to_string_pretty(&tools).unwrap() + "\n";
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tools-list.json");
+    if std::env::var_os("RUNBOX_BLESS").is_some() {
+        std::fs::write(&fixture, &listed).unwrap();
+    }
+    let committed = std::fs::read_to_string(&fixture).unwrap_or_default();
+    assert!(
+        committed == listed,
+        "tools/list differs from {} (RUNBOX_BLESS=1 rewrites it once the change is meant):\n{listed}",
+        fixture.display()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -80,6 +80,8 @@ pub struct RuntimeInfo {
     pub sample: Option<String>,
     /// Whether a session keeps the interpreter's state between calls.
     pub session_state: bool,
+    /// What a model should know about it (plugins.toml's `note`).
+    pub note: Option<String>,
 }
 
 /// A new session, as its creator is told.
@@ -305,6 +307,7 @@ impl Runbox {
                 extension: p.spec.extension.clone(),
                 sample: p.spec.samples.first().map(|s| s.code.clone()),
                 session_state: p.spec.session_state,
+                note: p.spec.note.clone(),
             })
             .collect()
     }

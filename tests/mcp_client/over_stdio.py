@@ -115,7 +115,7 @@ async def schemas():
                 "name": spec["name"], "language": spec["language"], "version": spec["version"],
                 "extension": spec["extension"],
                 "sample": spec["samples"][0]["code"] if spec["samples"] else None,
-                "session_state": spec["session_state"],
+                "session_state": spec["session_state"], "note": spec["note"],
             }
             for spec in MANIFEST
         ], runtimes

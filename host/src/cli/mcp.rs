@@ -91,7 +91,7 @@ pub struct McpArgs {
     /// gets a "busy" tool error.
     #[arg(long, env = "RUNBOX_SERVER_MEMORY_MB", value_name = "N")]
     pub server_memory_mb: Option<u64>,
-    /// Programs produced by runs (C, C++) compiled at once [default: half the cores];
+    /// Programs produced by runs (a compiler's output) compiled at once [default: half the cores];
     /// more wait, within their own time limit.
     #[arg(long, env = "RUNBOX_MAX_COMPILES", value_name = "N")]
     pub max_compiles: Option<usize>,

@@ -67,7 +67,7 @@ pub struct GlobalArgs {
     /// directory]. Stale ones of a killed runbox are removed at start.
     #[arg(long, global = true, env = "RUNBOX_SCRATCH_DIR", value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
-    /// The compiler of programs a plugin produces (C, C++): cranelift,
+    /// The compiler of programs a plugin produces (a compiler's output): cranelift,
     /// cranelift-unoptimized or winch.
     #[arg(long, global = true, env = "RUNBOX_PROGRAM_COMPILER", value_name = "NAME",
           default_value = "cranelift", value_parser = parse_program_compiler)]

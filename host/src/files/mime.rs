@@ -2,7 +2,8 @@
 //! a client can show it as text.
 
 /// The MIME type of an output file, from its extension; a file without a known one is
-/// `text/plain` when it is UTF-8 and `application/octet-stream` otherwise.
+/// `text/plain` when it is UTF-8 and `application/octet-stream` otherwise. (Program
+/// sources are `text/plain`: the host names no language.)
 pub fn mime_type(path: &str, contents: Option<&[u8]>) -> String {
     let extension = path
         .rsplit('/')
@@ -28,14 +29,8 @@ pub fn mime_type(path: &str, contents: Option<&[u8]>) -> String {
         Some("md") => "text/markdown",
         Some("html" | "htm") => "text/html",
         Some("css") => "text/css",
-        Some("js" | "mjs") => "text/javascript",
         Some("yaml" | "yml") => "application/yaml",
         Some("toml") => "application/toml",
-        Some("py") => "text/x-python",
-        Some("rb") => "text/x-ruby",
-        Some("php") => "application/x-php",
-        Some("c" | "h") => "text/x-c",
-        Some("cpp" | "cc" | "hpp") => "text/x-c++",
         _ => "",
     };
     if !known.is_empty() {
@@ -64,6 +59,5 @@ pub fn is_text_mime(mime: &str) -> bool {
                 | "image/svg+xml"
                 | "application/yaml"
                 | "application/toml"
-                | "application/x-php"
         )
 }

@@ -34,6 +34,11 @@ pub struct PluginSpec {
     /// Sample programs with their expected output (tests and `plugins test`).
     #[serde(default)]
     pub samples: Vec<SampleSpec>,
+    /// What a model should know about this runtime beyond its name and version (how its
+    /// plots come back, what its shell understands): one or two sentences, added to
+    /// `run_code`'s description and listed by `list_runtimes`.
+    #[serde(default)]
+    pub note: Option<String>,
     /// Files the runtime writes in the working directory for its own use (the program's
     /// source, objects, preludes): never returned as output files, and input files may
     /// not take their names. Exact paths, or directories ending in `/`.

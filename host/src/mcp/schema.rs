@@ -270,6 +270,8 @@ pub struct RuntimeEntry {
     /// Whether a session keeps variables, functions and imports between calls (files
     /// carry over in every session).
     pub session_state: bool,
+    /// What a model should know about the runtime beyond its name and version, if anything.
+    pub note: Option<String>,
 }
 
 impl From<RuntimeInfo> for RuntimeEntry {
@@ -281,6 +283,7 @@ impl From<RuntimeInfo> for RuntimeEntry {
             extension: info.extension,
             sample: info.sample,
             session_state: info.session_state,
+            note: info.note,
         }
     }
 }
@@ -539,6 +542,7 @@ mod tests {
             extension: "x".into(),
             sample: None,
             session_state: false,
+            note: None,
         }
     }
 

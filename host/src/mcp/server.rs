@@ -431,7 +431,13 @@ fn finished(done: Result<CallToolResult, tokio::task::JoinError>) -> CallToolRes
 pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) -> String {
     let listed: Vec<String> = runtimes
         .iter()
-        .map(|r| format!("- {}: {} {}", r.name, r.language, r.version))
+        .map(|r| {
+            let note = r
+                .note
+                .as_deref()
+                .map_or(String::new(), |n| format!(". {n}"));
+            format!("- {}: {} {}{note}", r.name, r.language, r.version)
+        })
         .collect();
     format!(
         "Run a program in a sandbox and get its output. Runtimes:\n{}\n\n\
@@ -439,8 +445,7 @@ pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) ->
          there (nothing can be installed), there is no network, no host files, and no files \
          are kept between calls unless the call runs in a session (create_session, then pass \
          session_id). Give input with `stdin` and input files with `files`; files the program \
-         writes in its working directory come back in the result (images as images). In \
-         python, plt.show() saves each figure as figure-N.png, which comes back as an image. \
+         writes in its working directory come back in the result (images as images). \
          Command-line arguments are not supported.\n\n\
          Limits per run: {} s wall-clock by default (`timeout_seconds` may ask for up to {} s), \
          {} of memory, {} of output per stream.\n\n\
@@ -509,6 +514,7 @@ mod tests {
             extension: "py".into(),
             sample: None,
             session_state: true,
+            note: Some("plt.show() saves each figure as figure-N.png".into()),
         }
     }
 
