@@ -122,8 +122,8 @@ fn rerun_if_changed(root: &Path, members: &[String]) {
         root.join("wit"),
         adapters.join("Cargo.toml"),
         adapters.join("Cargo.lock"),
-        // Guest code every adapter includes as source.
-        adapters.join("shared"),
+        // The library every adapter depends on.
+        adapters.join("support"),
     ];
     // A directory is watched as a whole, recursively.
     paths.extend(members.iter().map(|m| adapters.join(m)));

@@ -1,6 +1,6 @@
-"""Shared helpers for the scenarios tests/mcp.rs runs against the real `runbox mcp`.
+"""Shared helpers for the scenarios tests/all/mcp.rs runs against the real `runbox mcp`.
 
-The client is the official MCP Python SDK (pinned in tests/mcp.rs), used the two ways a
+The client is the official MCP Python SDK (pinned in tests/all/mcp.rs), used the two ways a
 stranger would: its high-level `Client` in its default mode ("auto": it probes
 `server/discover` and speaks the current revision, 2026-07-28, statelessly), or the
 low-level `ClientSession.initialize()` handshake ("legacy"). RUNBOX_TEST_CLIENT picks one
@@ -28,7 +28,7 @@ assert CLIENT in ("auto", "legacy"), CLIENT
 # What each client negotiates with runbox.
 PROTOCOL = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
-# The built-in runtimes as plugins.toml lists them, with their samples (from tests/mcp.rs):
+# The built-in runtimes as plugins.toml lists them, with their samples (from tests/all/mcp.rs):
 # [{name, language, version, extension, samples: [{name, code, stdin, stdout,
 # stderr_contains, exit_code}]}]
 MANIFEST = json.loads(os.environ["RUNBOX_TEST_RUNTIMES"])
@@ -141,7 +141,7 @@ def program_arguments(runtime):
 
 
 # Samples that check a guarantee (a limit, a pair of runs), not an output: the
-# conformance suite's (tests/conformance.rs).
+# conformance suite's (tests/all/conformance.rs).
 GUARANTEE_SAMPLES = {"busy-loop", "allocation", "file-probe", "state-set", "state-get", "flood"}
 
 

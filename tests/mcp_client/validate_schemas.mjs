@@ -3,7 +3,7 @@
 // schema must compile without a warning, and every structured result must validate.
 //
 // Usage: node validate_schemas.mjs   (RUNBOX_BIN, RUNBOX_CACHE_DIR from the environment;
-// the SDK installed under RUNBOX_NODE_PREFIX by tests/mcp.rs)
+// the SDK installed under RUNBOX_NODE_PREFIX by tests/all/mcp.rs)
 
 import { createRequire } from "node:module";
 import path from "node:path";

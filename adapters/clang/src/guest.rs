@@ -1,7 +1,6 @@
 //! The component's side of `runbox:plugin`: reads the settings, writes the source, and
 //! spawns the compiler, the linker and the program. The logic is in [`crate::plan`].
 
-use crate::command_plan::{scratch_path, values};
 use crate::plan::{self, Step};
 
 wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
@@ -9,8 +8,11 @@ wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use runbox::plugin::{config, process};
 
-#[path = "../../shared/guest_io.rs"]
-mod guest_io;
+mod guest_io {
+    #[allow(unused_imports)]
+    use super::{config, process, File, Info};
+    runbox_adapter_support::guest_glue!();
+}
 
 struct Adapter;
 

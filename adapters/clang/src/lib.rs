@@ -29,12 +29,6 @@
 // Outside WebAssembly only the tests use `plan`.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-/// The `command` adapter's settings helpers (`values`, `scratch_path`, `substitute`,
-/// `parse_env`), shared as source so both adapters check paths the same way.
-#[path = "../../command/src/plan.rs"]
-#[allow(dead_code)]
-mod command_plan;
-
 mod plan;
 
 #[cfg(target_arch = "wasm32")]

@@ -1,10 +1,9 @@
 //! From settings and a run request to the build and run steps: pure functions, tested
 //! natively.
 
-use crate::command_plan::{parse_env, scratch_path, substitute, values};
+use runbox_adapter_support::{parse_env, scratch_path, substitute, values};
 
-/// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
-pub type Settings = [(String, Vec<String>)];
+pub use runbox_adapter_support::Settings;
 
 /// One program to spawn.
 #[derive(Debug, PartialEq, Eq)]
@@ -111,7 +110,7 @@ fn placeholder<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command_plan::test_support::{settings, strings};
+    use runbox_adapter_support::test_support::{settings, strings};
 
     fn clang() -> Vec<(String, Vec<String>)> {
         settings(&[

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use crate::plan::{self, scratch_path, values, Driver, Invocation, SESSION_STATUS, SESSION_STDIN};
+use crate::plan::{self, Driver, Invocation, SESSION_STATUS, SESSION_STDIN};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
 
@@ -12,8 +12,11 @@ use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
 use runbox::plugin::{config, process};
 
-#[path = "../../shared/guest_io.rs"]
-mod guest_io;
+mod guest_io {
+    #[allow(unused_imports)]
+    use super::{config, process, File, Info};
+    runbox_adapter_support::guest_glue!();
+}
 
 struct Adapter;
 

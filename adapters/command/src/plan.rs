@@ -1,7 +1,7 @@
 //! From settings and a run request to a command line: pure functions, tested natively.
 
-/// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
-pub type Settings = [(String, Vec<String>)];
+pub use runbox_adapter_support::Settings;
+use runbox_adapter_support::{parse_env, scratch_path, substitute, values};
 
 /// Where a session's driver reads the current call's standard input.
 pub const SESSION_STDIN: &str = "/.runbox/stdin";
@@ -103,14 +103,6 @@ fn absolute(path: &str) -> Result<String, String> {
     Ok(format!("/{}", scratch_path(path)?))
 }
 
-/// All values of the setting `key`, if it is set.
-pub fn values<'a>(settings: &'a Settings, key: &str) -> Option<&'a [String]> {
-    settings
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_slice())
-}
-
 /// The absolute path of the entry file: `/` + the `entry` setting, checked.
 fn entry_path(settings: &Settings) -> Result<String, String> {
     let entry = values(settings, "entry")
@@ -119,32 +111,6 @@ fn entry_path(settings: &Settings) -> Result<String, String> {
         return Err("setting `entry` must be one file name, not a list".into());
     };
     absolute(entry).map_err(|e| format!("setting `entry`: {e}"))
-}
-
-/// Checks that `path` stays inside the scratch directory and returns it normalized
-/// (`/`-separated, without empty or `.` components), still relative.
-pub fn scratch_path(path: &str) -> Result<String, String> {
-    if path.starts_with('/') {
-        return Err(format!(
-            "`{path}` is absolute; give a path relative to the scratch directory"
-        ));
-    }
-    if path.ends_with('/') {
-        return Err(format!("`{path}` names a directory, not a file"));
-    }
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|part| !part.is_empty() && *part != ".")
-        .collect();
-    if parts.contains(&"..") {
-        return Err(format!(
-            "`{path}` contains `..`; paths must stay inside the scratch directory"
-        ));
-    }
-    if parts.is_empty() {
-        return Err(format!("`{path}` does not name a file"));
-    }
-    Ok(parts.join("/"))
 }
 
 /// Expands the `argv` setting: an item that is exactly `{args}` becomes `run_args`; in
@@ -179,68 +145,10 @@ fn placeholder<'a>(settings: &'a Settings, entry: &'a str, key: &str) -> Option<
     }
 }
 
-/// Replaces each `{KEY}` in `item` for which `lookup` has a value, in one pass (values
-/// are not expanded again). Unknown placeholders and lone braces stay as written.
-pub fn substitute<'a>(item: &str, lookup: impl Fn(&str) -> Option<&'a str>) -> String {
-    let mut out = String::with_capacity(item.len());
-    let mut rest = item;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            // No closing brace anywhere: the rest is plain text.
-            rest = &rest[open..];
-            break;
-        };
-        let key = &after[..close];
-        if key.contains('{') {
-            // `{{KEY}`: this brace is plain text; the next one may open a placeholder.
-            out.push('{');
-            rest = after;
-            continue;
-        }
-        match lookup(key) {
-            Some(value) => out.push_str(value),
-            None => out.push_str(&rest[open..open + close + 2]),
-        }
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Parses the `env` setting's `KEY=VALUE` items (the value may contain `=`).
-pub fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, String> {
-    items
-        .iter()
-        .map(|item| match item.split_once('=') {
-            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
-            _ => Err(format!(
-                "setting `env`: `{item}` is not of the form KEY=VALUE"
-            )),
-        })
-        .collect()
-}
-
-/// Building settings in tests (shared with the clang adapter, which includes this file).
-#[cfg(test)]
-pub mod test_support {
-    pub fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
-    }
-
-    pub fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), strings(v)))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::test_support::{settings, strings};
     use super::*;
+    use runbox_adapter_support::test_support::{settings, strings};
 
     #[test]
     fn stdin_file_and_setting_files() {

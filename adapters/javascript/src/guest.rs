@@ -5,7 +5,6 @@
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 
-use crate::command_plan::{scratch_path, values};
 use crate::engine::{Interpreter, Output, Program, Stream};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
@@ -14,9 +13,12 @@ use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
 use runbox::plugin::{config, process};
 
-#[path = "../../shared/guest_io.rs"]
 #[allow(dead_code)]
-mod guest_io;
+mod guest_io {
+    #[allow(unused_imports)]
+    use super::{config, process, File, Info};
+    runbox_adapter_support::guest_glue!();
+}
 
 struct Adapter;
 

@@ -24,12 +24,6 @@
 
 mod engine;
 
-// The settings helpers `guest_io.rs` needs (`values`, `scratch_path`).
-#[cfg(target_arch = "wasm32")]
-#[path = "../../command/src/plan.rs"]
-#[allow(dead_code)]
-mod command_plan;
-
 #[cfg(test)]
 mod tests;
 

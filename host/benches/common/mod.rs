@@ -4,7 +4,7 @@
 
 pub mod mcp;
 /// The tests' own set-up: the benches use their cache.
-#[path = "../../../tests/common/mod.rs"]
+#[path = "../../../tests/all/common.rs"]
 mod tests_common;
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! plugin passes; deliberately broken plugins (tests/fixtures/conformance/) fail with the
 //! reason for each check.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! must stay inside the run's limits: stopped at the deadline, refused past a size,
 //! bounded server-wide, and never cached for a run that did not complete.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

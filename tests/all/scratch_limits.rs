@@ -2,12 +2,12 @@
 //! programs that fill the disk get ENOSPC quickly, the host keeps nothing of the run,
 //! and normal file use still works, including space coming back when files go away.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
+use crate::common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitSettings, Runbox, RunboxOptions};
 

@@ -1,12 +1,10 @@
 //! C (`clang`) and C++ (`clangpp`) end to end: the program is compiled by clang and linked
 //! by wasm-ld inside the sandbox, then run there. The samples in plugins.toml are checked
-//! by tests/runtimes.rs; these are the rest of issue 4's list.
-
-mod common;
+//! by tests/all/runtimes.rs; these are the rest of issue 4's list.
 
 use std::time::{Duration, Instant};
 
-use common::{run_with, runbox};
+use crate::common::{run_with, runbox};
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, RunRequest};
 

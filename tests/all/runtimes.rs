@@ -1,11 +1,11 @@
 //! Every built-in runtime, end to end against the real interpreters: samples from
 //! plugins.toml, limits, isolation and concurrency.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{run, run_with, runbox};
+use crate::common::{run, run_with, runbox};
 use runbox::manifest::Manifest;
 use runbox::outcome::RunStatus;
 use runbox::plugin::artifact::Progress;
@@ -79,7 +79,7 @@ async fn every_sample_in_plugins_toml_gives_its_expected_output() {
             "{} has no hello sample",
             spec.name
         );
-        // The guarantee samples are the conformance suite's (tests/conformance.rs).
+        // The guarantee samples are the conformance suite's (tests/all/conformance.rs).
         for sample in spec
             .samples
             .iter()

@@ -1,6 +1,6 @@
 //! The `runbox` binary as a person uses it: `run`, `runtimes`, and its errors.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! (no host data in the output, no connection received, bounded time) rather than the
 //! exact error each language prints.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{run, run_limited, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
+use crate::common::{run, run_limited, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
 use runbox::outcome::{RunOutcome, RunStatus};
 
 /// A file planted on the host that no program may read or list.

@@ -7,7 +7,7 @@
 //!   (what stdout carries, what happens when the client goes away).
 //! - The handler in-process, through rmcp's own client over `tokio::io::duplex`.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -470,7 +470,7 @@ over_stdio_and_http!(results_over_stdio, results_over_http, "results.py";
 over_stdio_and_http!(tasks_over_stdio, tasks_over_http, "tasks.py";
     long_run, cancel, quick_and_refused, in_a_session);
 
-/// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test mcp
+/// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test all
 /// -- --ignored ten_minute`.
 #[test]
 #[ignore = "takes ten minutes"]
@@ -822,7 +822,7 @@ fn text(result: &CallToolResult) -> String {
 
 /// The tools as clients list them (names, descriptions, schemas, annotations) are held by
 /// a committed fixture, so any change to the contract is a visible diff. After a change
-/// that is meant, `RUNBOX_BLESS=1 cargo test --release --test mcp tools_list` rewrites it.
+/// that is meant, `RUNBOX_BLESS=1 cargo test --release --test all tools_list` rewrites it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tools_list_matches_its_fixture() {
     let client = connect(shared_runbox().await).await;

@@ -1,0 +1,246 @@
+//! What runbox's built-in adapters share, as an ordinary library (tested natively): the
+//! settings as `runbox:plugin/config` hands them over and the helpers that read them,
+//! paths kept inside the scratch directory, writing files there, the fields `describe`
+//! answers with, and [`guest_glue!`], the few functions over each adapter's own
+//! `runbox:plugin` bindings (each adapter generates them for its own world).
+
+use std::fs;
+use std::path::Path;
+
+/// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
+pub type Settings = [(String, Vec<String>)];
+
+/// All values of the setting `key`, if it is set.
+pub fn values<'a>(settings: &'a Settings, key: &str) -> Option<&'a [String]> {
+    settings
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_slice())
+}
+
+/// Checks that `path` stays inside the scratch directory and returns it normalized
+/// (`/`-separated, without empty or `.` components), still relative.
+pub fn scratch_path(path: &str) -> Result<String, String> {
+    if path.starts_with('/') {
+        return Err(format!(
+            "`{path}` is absolute; give a path relative to the scratch directory"
+        ));
+    }
+    if path.ends_with('/') {
+        return Err(format!("`{path}` names a directory, not a file"));
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err(format!(
+            "`{path}` contains `..`; paths must stay inside the scratch directory"
+        ));
+    }
+    if parts.is_empty() {
+        return Err(format!("`{path}` does not name a file"));
+    }
+    Ok(parts.join("/"))
+}
+
+/// Replaces each `{KEY}` in `item` for which `lookup` has a value, in one pass (values
+/// are not expanded again). Unknown placeholders and lone braces stay as written.
+pub fn substitute<'a>(item: &str, lookup: impl Fn(&str) -> Option<&'a str>) -> String {
+    let mut out = String::with_capacity(item.len());
+    let mut rest = item;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            // No closing brace anywhere: the rest is plain text.
+            rest = &rest[open..];
+            break;
+        };
+        let key = &after[..close];
+        if key.contains('{') {
+            // `{{KEY}`: this brace is plain text; the next one may open a placeholder.
+            out.push('{');
+            rest = after;
+            continue;
+        }
+        match lookup(key) {
+            Some(value) => out.push_str(value),
+            None => out.push_str(&rest[open..open + close + 2]),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parses the `env` setting's `KEY=VALUE` items (the value may contain `=`).
+pub fn parse_env(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(format!(
+                "setting `env`: `{item}` is not of the form KEY=VALUE"
+            )),
+        })
+        .collect()
+}
+
+/// Writes `contents` to the absolute sandbox path `path`, creating its parent directories.
+pub fn write_file(path: &str, contents: &[u8]) -> std::io::Result<()> {
+    match Path::new(path).parent() {
+        Some(parent) if parent != Path::new("/") => fs::create_dir_all(parent)?,
+        _ => {}
+    }
+    fs::write(path, contents)
+}
+
+/// Writes a request's extra files (path relative to scratch, contents) into the scratch
+/// directory.
+pub fn write_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<(), String> {
+    for (path, contents) in files {
+        let relative = scratch_path(path).map_err(|e| format!("file `{path}`: {e}"))?;
+        write_file(&format!("/{relative}"), contents)
+            .map_err(|e| format!("cannot write file `{path}`: {e}"))?;
+    }
+    Ok(())
+}
+
+/// What `describe()` answers, from the settings the host fills in from the plugins.toml
+/// entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description {
+    pub name: String,
+    pub language: String,
+    pub version: String,
+    pub extension: String,
+    pub session_state: bool,
+}
+
+impl Description {
+    pub fn from_settings(settings: &Settings) -> Description {
+        // The host always sets these; an empty string would only show a host bug.
+        let field = |key: &str| {
+            values(settings, key)
+                .and_then(|v| v.first().cloned())
+                .unwrap_or_default()
+        };
+        Description {
+            name: field("name"),
+            language: field("language"),
+            version: field("version"),
+            extension: field("extension"),
+            session_state: field("session-state") == "true",
+        }
+    }
+}
+
+/// Why the host could not start `program`, for the user.
+pub fn not_found(program: &str, detail: &str) -> String {
+    format!(
+        "cannot start `{program}`: no such tool is declared for this runtime, or the file is missing ({detail})"
+    )
+}
+
+/// Why `program` is not something the host can run, for the user.
+pub fn not_runnable(program: &str, detail: &str) -> String {
+    format!("cannot start `{program}`: not a runnable WebAssembly program ({detail})")
+}
+
+/// The functions every adapter's glue needs over its own bindings: invoked in a module
+/// where `config`, `process`, `File` and `Info` (of the adapter's `runbox:plugin`
+/// bindings) are in scope, it defines `describe_from_settings()`, `write_files(files)`,
+/// `write_file(path, contents)`, `spawn(command)` and `spawn_error(program, error)` there.
+#[macro_export]
+macro_rules! guest_glue {
+    () => {
+        /// `describe()` from the settings the host fills in from the plugins.toml entry.
+        pub fn describe_from_settings() -> Info {
+            let d = $crate::Description::from_settings(&config::settings());
+            Info {
+                name: d.name,
+                language: d.language,
+                version: d.version,
+                extension: d.extension,
+                session_state: d.session_state,
+            }
+        }
+
+        /// Runs `command` to completion through the host and returns its exit code.
+        pub fn spawn(command: process::Command) -> Result<i32, String> {
+            process::spawn(&command).map_err(|e| spawn_error(&command.program, e))
+        }
+
+        /// Writes the request's extra files into the scratch directory.
+        pub fn write_files(files: &[File]) -> Result<(), String> {
+            $crate::write_files(
+                files
+                    .iter()
+                    .map(|f| (f.path.as_str(), f.contents.as_slice())),
+            )
+        }
+
+        pub use $crate::write_file;
+
+        /// Why `program` could not be started, for the user.
+        pub fn spawn_error(program: &str, e: process::SpawnError) -> String {
+            match e {
+                process::SpawnError::NotFound(detail) => $crate::not_found(program, &detail),
+                process::SpawnError::InvalidProgram(detail) => {
+                    $crate::not_runnable(program, &detail)
+                }
+            }
+        }
+    };
+}
+
+/// Building settings in tests (every adapter's).
+pub mod test_support {
+    pub fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    pub fn settings(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), strings(v)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::settings;
+    use super::*;
+
+    #[test]
+    fn scratch_paths_stay_inside() {
+        assert_eq!(scratch_path("a/./b").unwrap(), "a/b");
+        for bad in ["/etc/passwd", "../x", "a/../../b", "dir/", "", "."] {
+            assert!(scratch_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn settings_are_read_and_substituted() {
+        let s = settings(&[("name", &["py"]), ("env", &["A=1", "B=x=y"])]);
+        assert_eq!(values(&s, "name"), Some(&["py".to_string()][..]));
+        assert_eq!(values(&s, "missing"), None);
+        assert_eq!(
+            parse_env(values(&s, "env").unwrap()).unwrap(),
+            [("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
+        assert!(parse_env(&["=1".to_string()]).is_err());
+        let lookup = |k: &str| (k == "name").then_some("py");
+        assert_eq!(substitute("{name}-{x}-{", lookup), "py-{x}-{");
+        let d = Description::from_settings(&settings(&[
+            ("name", &["py"]),
+            ("session-state", &["true"]),
+        ]));
+        assert_eq!(
+            (d.name.as_str(), d.session_state, d.version.as_str()),
+            ("py", true, "")
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! runbox's integration tests, in one binary (each test binary links all of wasmtime):
+//! one module per suite, sharing `common` (one artifact cache, one loaded runbox).
+//!
+//! - [`runtimes`]: every runtime through the library, its limits and pre-started runs.
+//! - [`cli`]: the `runbox` binary as a person uses it, and the README held to `--help`.
+//! - [`mcp`]: `runbox mcp` driven by real MCP clients (the Python and TypeScript SDKs, the
+//!   Inspector, raw JSON-RPC), over stdio and HTTP, and the handler in-process.
+//! - [`adversarial`], [`scratch_limits`], [`compile_limits`]: hostile programs and the
+//!   limits that hold them.
+//! - [`compiled`]: C and C++ compiled inside the sandbox.
+//! - [`conformance`], [`custom_plugin`]: the plugin conformance suite, and a third party's
+//!   plugin from a local path.
+//! - [`adapters`]: the guest adapters' own unit tests, run natively.
+//!
+//! `cargo test --release --test all SUITE::` runs one suite.
+
+mod common;
+
+mod adapters;
+mod adversarial;
+mod cli;
+mod compile_limits;
+mod compiled;
+mod conformance;
+mod custom_plugin;
+mod mcp;
+mod runtimes;
+mod scratch_limits;
