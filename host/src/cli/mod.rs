@@ -12,7 +12,7 @@ mod terminal;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use runbox::manifest::Manifest;
 use runbox::plugin::artifact::{Cache, Progress};
@@ -201,11 +201,11 @@ pub async fn main(cli: Cli) -> Result<u8> {
 pub fn check_runtime_name(global: &GlobalArgs, runtime: &str) -> Result<()> {
     let manifest = global.manifest()?;
     if !manifest.plugins.contains_key(runtime) {
-        let valid: Vec<_> = manifest.plugins.keys().cloned().collect();
-        bail!(
-            "unknown runtime `{runtime}`; valid runtimes: {}",
-            valid.join(", ")
-        );
+        return Err(runbox::service::CallError::UnknownRuntime {
+            name: runtime.to_string(),
+            valid: manifest.plugins.keys().cloned().collect(),
+        }
+        .into());
     }
     Ok(())
 }

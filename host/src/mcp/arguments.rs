@@ -147,11 +147,11 @@ pub fn check_run_code(
     let session_id = fields.string("session_id").map_err(invalid)?;
     let runtime = match (runtime, &session_id) {
         (Some(runtime), _) if !names.contains(&runtime) => {
-            return Err(format!(
-                "unknown runtime `{}`; valid runtimes: {}",
-                runtime.escape_debug(),
-                names.join(", ")
-            ))
+            return Err(crate::service::CallError::UnknownRuntime {
+                name: runtime.escape_debug().to_string(),
+                valid: names.to_vec(),
+            }
+            .to_string())
         }
         (Some(runtime), _) => runtime,
         (None, Some(_)) => String::new(),

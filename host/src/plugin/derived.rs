@@ -18,11 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manifest::{DerivedSpec, PluginSpec};
 use crate::plugin::engine::SandboxEngine;
+use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::OutputCapture;
 use crate::sandbox::program::ProgramCompiles;
-use crate::sandbox::{CallClock, Mount, Sandbox, Tool};
+use crate::sandbox::{Mount, Sandbox, Tool};
 
 /// How long making derived files may take, and how much memory and disk they may use.
 const DERIVE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -181,7 +182,6 @@ impl Deriver<'_> {
             output: OutputCapture::new(1 << 20),
             memory: MemoryBudget::new(DERIVE_MEMORY),
             disk: DiskBudget::new(DERIVE_SCRATCH_BYTES, 100_000),
-            clock: CallClock::new(Instant::now() + DERIVE_TIMEOUT, CancellationToken::new()),
             new_programs: Default::default(),
             resources_per_store: crate::sandbox::store::MAX_RESOURCES_PER_STORE,
         });
@@ -192,7 +192,10 @@ impl Deriver<'_> {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?
-                    .block_on(crate::sandbox::run_tool(&sandbox, &tool, args, env))
+                    .block_on(clock::timed(
+                        CallClock::new(Instant::now() + DERIVE_TIMEOUT, CancellationToken::new()),
+                        crate::sandbox::run_tool(&sandbox, &tool, args, env),
+                    ))
             })
             .join()
             .map_err(|_| anyhow::anyhow!("the derived files' thread panicked"))?

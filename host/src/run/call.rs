@@ -21,6 +21,7 @@ use super::instance::PluginReturn;
 use super::RunError;
 use crate::files::{self, Baseline, InputDigest, OutputFile, OwnFiles, ReturnCaps};
 use crate::run_thread;
+use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
 
@@ -48,6 +49,9 @@ pub struct CallSetup {
 pub struct CallEnd {
     pub ended: Ended,
     pub files: Vec<OutputFile>,
+    /// Whether the call was cancelled (a trap from its clock is then a cancellation, not
+    /// a timeout).
+    pub cancelled: bool,
 }
 
 /// Runs `work(sandbox, state)` on a thread of its own as `setup` says. `work` hands
@@ -75,9 +79,13 @@ where
         fresh_scratch,
     } = setup;
     let deadline = Instant::now() + timeout;
-    sandbox.begin_call(deadline, cancel.clone());
+    sandbox.begin_call();
+    // The call's deadline and cancellation travel with its task: every store it polls
+    // reads them there (see `sandbox/clock.rs`).
+    let call_clock = CallClock::new(deadline, cancel.clone());
     let thread = {
         let sandbox = sandbox.clone();
+        let cancel = cancel.clone();
         run_thread::on_own_thread(move || async move {
             let _slot = slot;
             let _dir = match &fresh_scratch {
@@ -93,11 +101,14 @@ where
             // The epoch callback stops running guests at the deadline; this also ends
             // calls waiting in the host (a sleep, a blocked read) shortly after.
             let until = tokio::time::Instant::from_std(deadline);
-            let (ended, state) = tokio::select! {
-                (r, s) = work(sandbox.clone(), state) => (Ended::Returned(r), Some(s)),
-                _ = tokio::time::sleep_until(until + Duration::from_millis(20)) => (Ended::Deadline, None),
-                _ = cancel.cancelled() => (Ended::Cancelled, None),
-            };
+            let (ended, state) = clock::timed(call_clock, async {
+                tokio::select! {
+                    (r, s) = work(sandbox.clone(), state) => (Ended::Returned(r), Some(s)),
+                    _ = tokio::time::sleep_until(until + Duration::from_millis(20)) => (Ended::Deadline, None),
+                    _ = cancel.cancelled() => (Ended::Cancelled, None),
+                }
+            })
+            .await;
             // The guest is stopped (its future was dropped or returned), so the scratch
             // directory holds still while it is read.
             let files = match &collect {
@@ -105,12 +116,17 @@ where
                 None => Vec::new(),
             };
             finish(state);
-            Ok::<_, RunError>(CallEnd { ended, files })
+            let cancelled = cancel.is_cancelled();
+            Ok::<_, RunError>(CallEnd {
+                ended,
+                files,
+                cancelled,
+            })
         })
     };
     tokio::pin!(thread);
     let backstop = tokio::time::Instant::from_std(deadline) + DEADLINE_BACKSTOP;
-    let call_cancel = sandbox.clock.cancel();
+    let call_cancel = &cancel;
     let joined = tokio::select! {
         joined = &mut thread => Some(joined),
         _ = tokio::time::sleep_until(backstop) => None,
@@ -123,10 +139,12 @@ where
         None if call_cancel.is_cancelled() => Ok(CallEnd {
             ended: Ended::Cancelled,
             files: Vec::new(),
+            cancelled: true,
         }),
         None => Ok(CallEnd {
             ended: Ended::Deadline,
             files: Vec::new(),
+            cancelled: false,
         }),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::instance::PluginReturn;
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::sandbox::output::OutputLimitExceeded;
+use crate::sandbox::output::{CapturedOutput, OutputLimitExceeded};
 use crate::sandbox::program::CompileLimitExceeded;
 use crate::sandbox::Sandbox;
 
@@ -31,8 +31,17 @@ pub fn cancelled_before_start() -> RunOutcome {
 }
 
 /// Turns how a run ended into its status, exit code and error, per docs/mcp.md
-/// ("`run_code`", "Result").
-pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Duration) -> RunOutcome {
+/// ("`run_code`", "Result"), with what it wrote (`output`); `cancelled` says whether the
+/// call was cancelled (so a trap that stopped it is not a timeout). `run`'s budgets tell
+/// whether a limit explains a trap.
+pub fn classify(
+    ended: Ended,
+    output: CapturedOutput,
+    run: &Sandbox,
+    timeout: Duration,
+    duration: Duration,
+    cancelled: bool,
+) -> RunOutcome {
     let (status, exit_code, error) = match ended {
         Ended::Returned(Ok(PluginReturn::Exit(Ok(code)))) => {
             (RunStatus::Completed, Some(code), None)
@@ -43,7 +52,7 @@ pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Durati
             Some(format!("the runtime could not run the program: {message}")),
         ),
         Ended::Returned(Ok(PluginReturn::Info(_))) => (RunStatus::Completed, Some(0), None),
-        Ended::Returned(Err(trap)) => classify_trap(&trap, run, timeout),
+        Ended::Returned(Err(trap)) => classify_trap(&trap, run, timeout, cancelled),
         Ended::Deadline => (RunStatus::Timeout, None, Some(timeout_note(timeout))),
         Ended::Cancelled => (
             RunStatus::Terminated,
@@ -51,7 +60,6 @@ pub fn classify(ended: Ended, run: &Sandbox, timeout: Duration, duration: Durati
             Some("cancelled by the client".into()),
         ),
     };
-    let output = run.output.take();
     RunOutcome {
         status,
         exit_code,
@@ -80,6 +88,7 @@ fn classify_trap(
     trap: &wasmtime::Error,
     run: &Sandbox,
     timeout: Duration,
+    cancelled: bool,
 ) -> (RunStatus, Option<i32>, Option<String>) {
     let terminated = |why: String| (RunStatus::Terminated, None, Some(why));
     if let Some(e) = trap
@@ -96,7 +105,7 @@ fn classify_trap(
     }
     let kind = trap.downcast_ref::<wasmtime::Trap>().copied();
     if kind == Some(wasmtime::Trap::Interrupt) {
-        return if run.clock.is_cancelled() {
+        return if cancelled {
             terminated("cancelled by the client".into())
         } else {
             (RunStatus::Timeout, None, Some(timeout_note(timeout)))

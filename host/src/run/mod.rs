@@ -32,13 +32,14 @@ use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::memory::MemoryBudget;
 use crate::sandbox::output::OutputCapture;
 use crate::sandbox::program::ProgramCompiles;
-use crate::sandbox::{CallClock, Sandbox};
+use crate::sandbox::Sandbox;
 use crate::scratch::ScratchRoot;
 use crate::wit::exports::runbox::plugin::runtime;
 use call::{run_call, CallSetup, Collect};
 use classify::{cancelled_before_start, classify, Ended};
 use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
 use prestart::{Prestarts, Warm};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// What every sandbox is made from, and what every call goes through.
 pub struct Runner {
@@ -71,7 +72,6 @@ impl Runner {
             output: OutputCapture::new(self.limits.output_bytes),
             memory: MemoryBudget::with_parent(memory_bytes, Some(self.admission.memory().clone())),
             disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
-            clock: CallClock::new(Instant::now(), CancellationToken::new()),
             new_programs: Default::default(),
             resources_per_store: self.resources_per_store,
         })
@@ -148,48 +148,31 @@ impl Runner {
         } else {
             None
         };
-        let started = Instant::now();
-        let span = run_span(&plugin.spec.name, None);
-        let (sandbox, fresh_scratch) = match &warm {
-            Some(warm) => (warm.sandbox.clone(), None),
-            None => {
-                let scratch = self.scratch.next_run_dir();
-                let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
-                (sandbox, Some(scratch))
-            }
-        };
-        if let Some(watch) = &watch {
-            watch.attach(&sandbox.output);
-        }
-        let setup = CallSetup {
-            sandbox: sandbox.clone(),
-            timeout: limits.timeout,
+        let site = |sandbox, fresh_scratch| CallSite {
+            sandbox,
+            fresh_scratch,
+            limits,
             cancel,
             slot,
             collect: Some(collect),
-            fresh_scratch,
+            ticket: Some(ticket),
+            watch,
+            span: run_span(&plugin.spec.name, None),
         };
-        let end = match warm {
+        let called = match warm {
             Some(warm) => {
-                run_call(setup, warm, warm_call(request), drop)
-                    .instrument(span.clone())
-                    .await?
+                let site = site(warm.sandbox.clone(), None);
+                self.call(site, warm, warm_call(request), drop).await?
             }
             None => {
+                let scratch = self.scratch.next_run_dir();
+                let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
                 let call = fresh_instance_call(PluginCall::Run(request));
-                run_call(setup, plugin, call, |_| {})
-                    .instrument(span.clone())
+                self.call(site(sandbox, Some(scratch)), plugin.clone(), call, |_| {})
                     .await?
             }
         };
-        let mut outcome = classify(end.ended, &sandbox, limits.timeout, started.elapsed());
-        outcome.files = end.files;
-        outcome.held = ticket.into_held();
-        if outcome.status != RunStatus::Completed {
-            sandbox.forget_new_programs();
-        }
-        record(&span, &outcome, &sandbox);
-        Ok(outcome)
+        Ok(called.outcome)
     }
 
     /// Asks `plugin` to describe itself in a fresh sandbox like any run (in a run slot,
@@ -211,33 +194,119 @@ impl Runner {
             .expect("never cancelled");
         let name = plugin.spec.name.clone();
         let scratch = self.scratch.next_run_dir();
-        let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
+        let site = CallSite {
+            sandbox: self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone()),
+            fresh_scratch: Some(scratch),
+            limits,
+            cancel,
+            slot,
+            collect: None,
+            ticket: Some(ticket),
+            watch: None,
+            span: tracing::Span::none(),
+        };
+        let call = fresh_instance_call(PluginCall::Describe);
+        let called = self.call(site, plugin, call, |_| {}).await?;
+        called.info.ok_or_else(|| {
+            RunError::Host(format!(
+                "`{name}`: describe failed: {}",
+                called.outcome.error.unwrap_or_else(|| "no answer".into())
+            ))
+        })
+    }
+
+    /// The one pipeline every call goes through once it has its run slot, whatever its
+    /// instance: fresh from the plugin, started ahead of time, or kept by a session (the
+    /// caller's `state`, the `work` that calls it and what `finish` does with it after;
+    /// see [`run_call`]). The call runs on a thread of its own under its own clock; how it
+    /// ended is classified, its files listed, its reservation handed to the outcome (to
+    /// hold until the outcome is presented), what it compiled forgotten unless it
+    /// completed, and the run logged.
+    pub async fn call<S, W, Fut, F>(
+        &self,
+        site: CallSite,
+        state: S,
+        work: W,
+        finish: F,
+    ) -> Result<Called, RunError>
+    where
+        S: Send + 'static,
+        W: FnOnce(Arc<Sandbox>, S) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = (wasmtime::Result<PluginReturn>, S)>,
+        F: FnOnce(Option<S>) + Send + 'static,
+    {
+        let CallSite {
+            sandbox,
+            fresh_scratch,
+            limits,
+            cancel,
+            slot,
+            collect,
+            ticket,
+            watch,
+            span,
+        } = site;
+        if let Some(watch) = &watch {
+            watch.attach(&sandbox.output);
+        }
+        let started = Instant::now();
         let setup = CallSetup {
             sandbox: sandbox.clone(),
             timeout: limits.timeout,
             cancel,
             slot,
-            collect: None,
-            fresh_scratch: Some(scratch),
+            collect,
+            fresh_scratch,
         };
-        let end = run_call(
-            setup,
-            plugin,
-            fresh_instance_call(PluginCall::Describe),
-            |_| {},
-        )
-        .await?;
-        match end.ended {
-            Ended::Returned(Ok(PluginReturn::Info(info))) => Ok(info),
-            other => {
-                let outcome = classify(other, &sandbox, limits.timeout, Default::default());
-                Err(RunError::Host(format!(
-                    "`{name}`: describe failed: {}",
-                    outcome.error.unwrap_or_else(|| "no answer".into())
-                )))
-            }
+        let end = run_call(setup, state, work, finish)
+            .instrument(span.clone())
+            .await?;
+        let info = match &end.ended {
+            Ended::Returned(Ok(PluginReturn::Info(info))) => Some(info.clone()),
+            _ => None,
+        };
+        let mut outcome = classify(
+            end.ended,
+            sandbox.output.take(),
+            &sandbox,
+            limits.timeout,
+            started.elapsed(),
+            end.cancelled,
+        );
+        outcome.files = end.files;
+        if let Some(ticket) = ticket {
+            outcome.held = ticket.into_held();
         }
+        if outcome.status != RunStatus::Completed {
+            sandbox.forget_new_programs();
+        }
+        record(&span, &outcome, &sandbox);
+        Ok(Called { outcome, info })
     }
+}
+
+/// Where and how an admitted call runs, once it has its run slot.
+pub struct CallSite {
+    pub sandbox: Arc<Sandbox>,
+    /// A scratch directory to make before the call and remove after it (a one-off run);
+    /// `None` when it outlives the call (a session's, a warm instance's).
+    pub fresh_scratch: Option<PathBuf>,
+    pub limits: RunLimits,
+    pub cancel: CancellationToken,
+    pub slot: OwnedSemaphorePermit,
+    /// Which output files to list, if any.
+    pub collect: Option<Collect>,
+    /// The call's reservation, handed to its outcome.
+    pub ticket: Option<Ticket>,
+    pub watch: Option<Arc<RunWatch>>,
+    pub span: tracing::Span,
+}
+
+/// What a call came to: its outcome, and the plugin's self-description when that was
+/// what was asked.
+pub struct Called {
+    pub outcome: RunOutcome,
+    pub info: Option<runtime::Info>,
 }
 
 /// An admitted call: the request as the WIT carries it, what to collect after it, its

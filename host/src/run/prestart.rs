@@ -18,6 +18,7 @@ use super::instance::PluginInstance;
 use super::Runner;
 use crate::plugin::LoadedPlugin;
 use crate::run_thread;
+use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
 
@@ -128,9 +129,11 @@ async fn start(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Warm> {
     let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
     let sandbox = runner.new_sandbox(plugin, memory, path);
     let deadline = Instant::now() + runner.limits.default_timeout;
-    sandbox.begin_call(deadline, CancellationToken::new());
+    sandbox.begin_call();
     let until = tokio::time::Instant::from_std(deadline);
-    let instance = tokio::time::timeout_at(until, PluginInstance::with_session(plugin, &sandbox))
+    let start = PluginInstance::with_session(plugin, &sandbox);
+    let clock = CallClock::new(deadline, CancellationToken::new());
+    let instance = tokio::time::timeout_at(until, clock::timed(clock, start))
         .await
         .map_err(|_| anyhow::anyhow!("its start took longer than the default time limit"))??;
     // What the start wrote belongs to no run.

@@ -1,6 +1,7 @@
 //! One run's sandbox (or one session's, across its calls): its scratch directory and
 //! read-only mounts, its limits, its captured output, and the stores its programs run in.
 
+pub mod clock;
 pub mod disk;
 pub mod linker;
 pub mod memory;
@@ -15,9 +16,7 @@ pub mod store;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
-use tokio_util::sync::CancellationToken;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::plugin::engine::SandboxEngine;
@@ -59,8 +58,6 @@ pub struct Sandbox {
     pub memory: MemoryBudget,
     /// The scratch directory's cap: bytes of file data and files created.
     pub disk: DiskBudget,
-    /// The current call's deadline and cancellation, which every store checks each tick.
-    pub clock: CallClock,
     /// Programs the current call compiled into the cache: kept only if it completes.
     pub new_programs: Mutex<Vec<PathBuf>>,
     /// Resources (descriptors, streams, …) each of its stores may hold.
@@ -68,10 +65,9 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Starts a new call: its deadline and cancellation; earlier calls' refusals are
-    /// forgotten (what the sandbox holds stays charged).
-    pub fn begin_call(&self, deadline: Instant, cancel: CancellationToken) {
-        self.clock.set(deadline, cancel);
+    /// Starts a new call: earlier calls' refusals are forgotten (what the sandbox holds
+    /// stays charged). The call's deadline is its task's (see [`clock`]).
+    pub fn begin_call(&self) {
         self.memory.begin_call();
         self.disk.begin_call();
         self.new_programs
@@ -88,40 +84,5 @@ impl Sandbox {
         for path in programs {
             let _ = std::fs::remove_file(path);
         }
-    }
-}
-
-/// The current call's deadline and cancellation token.
-pub struct CallClock(Mutex<(Instant, CancellationToken)>);
-
-impl CallClock {
-    pub fn new(deadline: Instant, cancel: CancellationToken) -> CallClock {
-        CallClock(Mutex::new((deadline, cancel)))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Instant, CancellationToken)> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn set(&self, deadline: Instant, cancel: CancellationToken) {
-        *self.lock() = (deadline, cancel);
-    }
-
-    pub fn deadline(&self) -> Instant {
-        self.lock().0
-    }
-
-    pub fn cancel(&self) -> CancellationToken {
-        self.lock().1.clone()
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.lock().1.is_cancelled()
-    }
-
-    /// Past the deadline, or cancelled: running guests must stop.
-    pub fn is_over(&self) -> bool {
-        let (deadline, cancel) = &*self.lock();
-        Instant::now() >= *deadline || cancel.is_cancelled()
     }
 }

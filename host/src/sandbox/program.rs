@@ -160,7 +160,7 @@ async fn compile(
         engine.program_compiler(),
         &bytes,
         &tmp,
-        run.clock.deadline(),
+        super::clock::current().map_or_else(Instant::now, |c| c.deadline()),
         COMPILER_BASE_BYTES.saturating_add(grant as u64),
     )
     .await;

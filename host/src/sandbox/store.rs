@@ -75,8 +75,8 @@ pub const HOSTCALL_FUEL: usize = 64 << 20;
 
 /// A new store for one program of `sandbox`, on `engine` (the plugin engine for plugins
 /// and tools, the program engine for produced programs): the scratch directory at `/`,
-/// the read-only mounts, output into the sandbox's capture, its memory and disk budgets,
-/// and the current call's deadline and cancellation.
+/// the read-only mounts, output into the sandbox's capture, its memory and disk budgets;
+/// it stops when the call under way on its task is over (see `clock.rs`).
 pub fn new_store(
     sandbox: &Arc<Sandbox>,
     io: ProgramIo,
@@ -115,12 +115,11 @@ pub fn new_store(
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
-    let clock = run.clone();
     store.set_epoch_deadline(1);
     // Yield to the executor on every tick so busy guests can't starve it; trap once the
-    // call's deadline has passed or the call was cancelled.
-    store.epoch_deadline_callback(move |_| {
-        if clock.clock.is_over() {
+    // deadline of the call under way (this task's) has passed or the call was cancelled.
+    store.epoch_deadline_callback(|_| {
+        if super::clock::must_stop() {
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))

@@ -17,17 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 pub use registry::{SessionError, Sessions};
 
 use crate::limits::RunLimits;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
-use crate::run::call::{run_call, CallSetup};
-use crate::run::classify::{cancelled_before_start, classify};
+use crate::run::classify::cancelled_before_start;
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
-use crate::run::{record, run_span, Admitted, RunError, RunRequest, Runner};
+use crate::run::{run_span, Admitted, CallSite, RunError, RunRequest, Runner};
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
 use crate::wit::exports::runbox::plugin::runtime;
@@ -107,42 +105,37 @@ impl Session {
         let Some(slot) = runner.admission.slot(&mut ticket, &cancel).await else {
             return Ok(cancelled_before_start());
         };
-        let started = Instant::now();
-        let span = run_span(&self.runtime, Some(&self.id));
-        let setup = CallSetup {
+        let site = CallSite {
             sandbox: self.sandbox.clone(),
-            timeout: limits.timeout,
+            fresh_scratch: None,
+            limits,
             cancel,
             slot,
             collect: Some(collect),
-            fresh_scratch: None,
+            ticket: Some(ticket),
+            watch: None,
+            span: run_span(&self.runtime, Some(&self.id)),
         };
         let plugin = self.plugin.clone();
         let kept = live.take();
-        let end = run_call(
-            setup,
-            kept,
-            move |sandbox, kept| session_call(plugin, sandbox, kept, request),
-            // On the call's thread, once its files are listed: the instance goes back
-            // (if the call completed) and the next call may start.
-            move |instance| *live = instance.flatten(),
-        )
-        .instrument(span.clone())
-        .await?;
-        let mut outcome = classify(end.ended, &self.sandbox, limits.timeout, started.elapsed());
-        outcome.files = end.files;
-        outcome.held = ticket.into_held();
-        if outcome.status != RunStatus::Completed {
-            self.sandbox.forget_new_programs();
-            if self.keeps_state() {
-                let error = outcome.error.take().unwrap_or_default();
-                outcome.error = Some(format!(
-                    "{error} (the session's interpreter was reset: variables, functions and \
-                     imports from earlier calls are gone; its files were kept)"
-                ));
-            }
+        let called = runner
+            .call(
+                site,
+                kept,
+                move |sandbox, kept| session_call(plugin, sandbox, kept, request),
+                // On the call's thread, once its files are listed: the instance goes back
+                // (if the call completed) and the next call may start.
+                move |instance| *live = instance.flatten(),
+            )
+            .await?;
+        let mut outcome = called.outcome;
+        if outcome.status != RunStatus::Completed && self.keeps_state() {
+            let error = outcome.error.take().unwrap_or_default();
+            outcome.error = Some(format!(
+                "{error} (the session's interpreter was reset: variables, functions and \
+                 imports from earlier calls are gone; its files were kept)"
+            ));
         }
-        record(&span, &outcome, &self.sandbox);
         self.touch();
         Ok(outcome)
     }
