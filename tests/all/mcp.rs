@@ -46,6 +46,11 @@ const TOOLS: [&str; 4] = [
 /// each property's single JSON type (0.15 runs on this machine's Node 20).
 const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
 
+/// The AJV that validate_schemas.mjs requires, named rather than left to npm's hoisting: with
+/// the Inspector installed alongside, a fresh install may hoist the Inspector's AJV 6, which
+/// has no draft 2020-12 (`ajv/dist/2020`).
+const AJV: [&str; 2] = ["ajv@8.20.0", "ajv-formats@3.0.1"];
+
 // ---------------------------------------------------------------------------------------
 // The Python SDK against the real binary.
 
@@ -85,7 +90,7 @@ fn sdk_python() -> PathBuf {
         .clone()
 }
 
-/// A directory with [`MCP_TS_SDK`] and [`MCP_INSPECTOR`] in its `node_modules`, installed once with npm and
+/// A directory with [`MCP_TS_SDK`], [`MCP_INSPECTOR`] and [`AJV`] in its `node_modules`, installed once with npm and
 /// reused, like the Python venv.
 fn sdk_node_prefix() -> PathBuf {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
@@ -94,10 +99,10 @@ fn sdk_node_prefix() -> PathBuf {
             let target = target_dir();
             std::fs::create_dir_all(&target).unwrap();
             let prefix = target.join("mcp-node");
+            let packages = [MCP_TS_SDK, MCP_INSPECTOR, AJV[0], AJV[1]];
             let marker = prefix.join(format!(
-                ".installed-{}-{}",
-                MCP_TS_SDK.replace('/', "_"),
-                MCP_INSPECTOR.replace('/', "_")
+                ".installed-{}",
+                packages.join("-").replace('/', "_")
             ));
             let lock = File::create(target.join("mcp-node.lock")).unwrap();
             lock.lock().expect("lock target/mcp-node.lock");
@@ -107,8 +112,7 @@ fn sdk_node_prefix() -> PathBuf {
                     Command::new("npm")
                         .args(["install", "--no-audit", "--no-fund", "--prefix"])
                         .arg(&prefix)
-                        .arg(MCP_TS_SDK)
-                        .arg(MCP_INSPECTOR),
+                        .args(packages),
                 );
                 std::fs::write(&marker, "").unwrap();
             }
