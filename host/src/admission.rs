@@ -78,8 +78,14 @@ impl Admission {
         &self.memory
     }
 
-    fn running(&self) -> usize {
+    /// Runs under way now.
+    pub fn running(&self) -> usize {
         self.max_concurrent - self.slots.available_permits()
+    }
+
+    /// Calls waiting for a run slot now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
     }
 
     /// Admits a call holding `bytes` (its payload and output buffers), or says why not.

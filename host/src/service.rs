@@ -55,6 +55,7 @@ use crate::plugin::artifact::{Cache, Progress};
 use crate::plugin::engine::{ProgramCompiler, SandboxEngine};
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::plugin::{LoadedPlugin, PluginError};
+use crate::replica::Replica;
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
@@ -119,6 +120,8 @@ pub struct RunboxOptions {
     pub session_idle_timeout: Duration,
     /// Descriptors the transport may hold (HTTP connections), kept out of what runs share.
     pub connections: usize,
+    /// This server's name among replicas, which every handle it mints starts with.
+    pub replica: Replica,
 }
 
 impl Default for RunboxOptions {
@@ -137,6 +140,7 @@ impl Default for RunboxOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE,
             connections: 0,
+            replica: Replica::default(),
         }
     }
 }
@@ -162,6 +166,7 @@ pub struct Runbox {
     plugins: IndexMap<String, Arc<PluginSlot>>,
     runner: Arc<Runner>,
     sessions: Sessions,
+    replica: Replica,
 }
 
 impl Runbox {
@@ -281,11 +286,17 @@ impl Runbox {
             limits: options.limits,
             resources_per_store,
             prestarts: Default::default(),
+            metrics: Default::default(),
         };
         let runbox = Runbox {
             plugins,
             runner: Arc::new(runner),
-            sessions: Sessions::new(options.max_sessions, options.session_idle_timeout),
+            sessions: Sessions::new(
+                options.max_sessions,
+                options.session_idle_timeout,
+                options.replica.clone(),
+            ),
+            replica: options.replica,
         };
         Ok((runbox, preparer))
     }
@@ -324,6 +335,26 @@ impl Runbox {
     }
 
     /// Why `runtime` could not be prepared, if that is what became of it.
+    /// The runtimes still being prepared.
+    pub fn preparing(&self) -> Vec<String> {
+        self.plugins
+            .values()
+            .filter(|p| matches!(p.state(), Preparation::Preparing))
+            .map(|p| p.spec.name.clone())
+            .collect()
+    }
+
+    /// Runs under way and calls waiting for a run slot, now.
+    pub fn runs_and_waiting(&self) -> (usize, usize) {
+        let admission = &self.runner.admission;
+        (admission.running(), admission.waiting())
+    }
+
+    /// The runs finished, for /metrics.
+    pub fn run_metrics(&self) -> &crate::metrics::RunMetrics {
+        &self.runner.metrics
+    }
+
     pub fn preparation_failure(&self, runtime: &str) -> Option<String> {
         match self.plugins.get(runtime)?.state() {
             Preparation::Failed(why) => Some(why),
@@ -346,6 +377,11 @@ impl Runbox {
 
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    /// This server's name among replicas.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
     }
 
     /// The memory budget every run, waiting call and kept result draws from.
@@ -395,6 +431,11 @@ impl Runbox {
     /// A new session of `runtime`, waiting up to the default timeout while the runtime
     /// is prepared.
     pub async fn create_session(&self, runtime: &str) -> Result<SessionInfo, CallError> {
+        if self.sessions.is_draining() {
+            // Said at once rather than after waiting for the runtime's preparation.
+            let here = self.replica.describe();
+            return Err(SessionError::Draining { here }.into());
+        }
         let plugin = self
             .plugin(runtime, self.runner.limits.default_timeout)
             .await?;

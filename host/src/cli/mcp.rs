@@ -14,6 +14,7 @@ use runbox::mcp::access::{self, HttpAccess};
 use runbox::mcp::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use runbox::mcp::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
 use runbox::mcp::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
+use runbox::mcp::ops::DEFAULT_DRAIN_TIMEOUT;
 use runbox::mcp::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
 use runbox::mcp::settings::ServerSettings;
 use runbox::mcp::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
@@ -21,6 +22,7 @@ use runbox::mcp::tasks::{
     TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
 };
 use runbox::mcp::Transport;
+use runbox::replica::Replica;
 use runbox::service::{LimitSettings, RunboxOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
 
 use super::limits::{seconds, LimitArgs};
@@ -140,6 +142,17 @@ pub struct McpArgs {
     /// 2026-07-28 revision need none); one more `initialize` gets 503.
     #[arg(long, env = "RUNBOX_MAX_HTTP_SESSIONS", value_name = "N", default_value_t = DEFAULT_MAX_HTTP_SESSIONS)]
     pub max_http_sessions: usize,
+    /// This replica's name behind a load balancer (1 to 32 of a-z, 0-9, -): every
+    /// session id, task id and resource URI it hands out starts with it, and a request
+    /// for another replica's handle gets an error naming that replica
+    /// (docs/scale-out.md).
+    #[arg(long, env = "RUNBOX_REPLICA_ID", value_name = "ID", value_parser = parse_replica_id)]
+    pub replica_id: Option<String>,
+    /// On SIGTERM (or ctrl-c) an HTTP server drains: /readyz fails, new sessions are
+    /// refused, and work under way gets this many seconds to finish before the server
+    /// stops (a second signal stops it at once).
+    #[arg(long, env = "RUNBOX_DRAIN_TIMEOUT", value_name = "SECS", default_value_t = DEFAULT_DRAIN_TIMEOUT.as_secs_f64())]
+    pub drain_timeout: f64,
 }
 
 impl Default for McpArgs {
@@ -169,6 +182,8 @@ impl Default for McpArgs {
             max_tasks: DEFAULT_MAX_TASKS,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_http_sessions: DEFAULT_MAX_HTTP_SESSIONS,
+            replica_id: None,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT.as_secs_f64(),
         }
     }
 }
@@ -229,6 +244,7 @@ impl McpArgs {
             only,
             max_sessions: self.max_sessions,
             session_idle_timeout,
+            replica: Replica::new(self.replica_id.as_deref())?,
             ..defaults
         })
     }
@@ -278,11 +294,12 @@ impl McpArgs {
     }
 
     /// The HTTP transport's own bounds.
-    pub fn http_limits(&self) -> HttpLimits {
-        HttpLimits {
+    pub fn http_limits(&self) -> Result<HttpLimits> {
+        Ok(HttpLimits {
             max_connections: self.max_connections.max(1),
             max_sessions: self.max_http_sessions,
-        }
+            drain_timeout: seconds("--drain-timeout", self.drain_timeout)?,
+        })
     }
 
     /// What the HTTP transport checks: the token (from --token-file or --token, checked;
@@ -313,7 +330,7 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
             Transport::Http {
                 addr,
                 access,
-                limits: args.http_limits(),
+                limits: args.http_limits()?,
             }
         }
         None => Transport::Stdio,
@@ -324,6 +341,12 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
         eprintln!("runbox: serving MCP {place} ({names})");
     })
     .await
+}
+
+fn parse_replica_id(s: &str) -> Result<String, String> {
+    Replica::new(Some(s))
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn parse_http_addr(s: &str) -> Result<SocketAddr, String> {

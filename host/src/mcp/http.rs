@@ -13,6 +13,10 @@
 //! - What a message may cost: every body is screened before rmcp parses it
 //!   ([`super::intake`]); parsing is charged to the server's memory budget until the
 //!   response starts.
+//! - Beside `/mcp`: `/healthz`, `/readyz` and `/metrics` ([`super::ops`]). The first
+//!   SIGTERM (or ctrl-c) drains: new sessions are refused, work under way finishes
+//!   (within `--drain-timeout`), then the server stops; a second one stops it at once.
+//!   A replica's handshake-era session ids carry its id ([`super::session_ids`]).
 //! - Clients of the 2026-07-28 revision are served statelessly, their answers as one JSON
 //!   body when nothing precedes them (a big `resources/read` is not limited by a client's
 //!   cap on one server-sent event). Handshake-era clients get a capped protocol session
@@ -41,6 +45,8 @@ use tokio_util::sync::CancellationToken;
 use super::access::{self, Bearer, HttpAccess};
 use super::http_sessions::{CappedSessions, DEFAULT_MAX_HTTP_SESSIONS};
 use super::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
+use super::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT};
+use super::session_ids::replica_session_ids;
 use super::RunboxServer;
 
 /// The path clients connect to.
@@ -61,6 +67,8 @@ pub struct HttpLimits {
     pub max_connections: usize,
     /// Handshake-era protocol sessions open at once (`--max-http-sessions`).
     pub max_sessions: usize,
+    /// How long a drain waits for work under way (`--drain-timeout`).
+    pub drain_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -68,6 +76,7 @@ impl Default for HttpLimits {
         HttpLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_HTTP_SESSIONS,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
     }
 }
@@ -92,11 +101,13 @@ struct Screen {
 }
 
 /// The axum app: MCP at [`PATH`], every body screened, guarded by the token when there is
-/// one and by the allowed origins always.
+/// one and by the allowed origins always; `/metrics` behind the token too, the probes
+/// open.
 pub fn router(
     server: RunboxServer,
     intake: Intake,
     sessions: Arc<CappedSessions>,
+    ops: &Ops,
     access: &HttpAccess,
     loopback_only: bool,
     shutdown: CancellationToken,
@@ -123,18 +134,30 @@ pub fn router(
         server: server.clone(),
         sessions: sessions.clone(),
     };
+    let replica = server.runbox().replica().clone();
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
-    let router = Router::new()
+    let mcp = Router::new()
         .route_service(PATH, service)
         .layer(middleware::from_fn_with_state(screen, screen_body))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "runbox serves MCP at /mcp\n") });
-    match &access.token {
-        Some(token) => router.layer(middleware::from_fn_with_state(
+        .layer(middleware::from_fn_with_state(replica, replica_session_ids))
+        .layer(middleware::from_fn_with_state(
+            ops.clone(),
+            ops::count_answering,
+        ));
+    let guarded = mcp.merge(ops.metrics()).fallback(|| async {
+        (
+            StatusCode::NOT_FOUND,
+            "runbox serves MCP at /mcp (and /healthz, /readyz, /metrics)\n",
+        )
+    });
+    let guarded = match &access.token {
+        Some(token) => guarded.layer(middleware::from_fn_with_state(
             Bearer::new(token),
             access::require_bearer,
         )),
-        None => router,
-    }
+        None => guarded,
+    };
+    ops.probes().merge(guarded)
 }
 
 /// The few fields of a small message runbox looks at before rmcp does.
@@ -251,7 +274,7 @@ impl Screen {
     }
 }
 
-fn json_response(status: StatusCode, message: &Value) -> Response {
+pub(super) fn json_response(status: StatusCode, message: &Value) -> Response {
     let body = serde_json::to_vec(message).expect("JSON values serialize");
     (
         status,
@@ -283,10 +306,12 @@ pub async fn serve(
         limits.max_sessions,
         server.server_memory(),
     ));
+    let ops = Ops::new(server.clone(), sessions.clone());
     let app = router(
         server,
         intake,
         sessions,
+        &ops,
         access,
         addr.ip().is_loopback(),
         shutdown.child_token(),
@@ -300,7 +325,8 @@ pub async fn serve(
         let shutdown = shutdown.clone();
         async move {
             stop_signal().await;
-            // Ends every session, which cancels the runs under way.
+            drain(&ops, limits.drain_timeout).await;
+            // Ends every session, which cancels the runs still under way.
             shutdown.cancel();
         }
     });
@@ -351,6 +377,27 @@ pub async fn serve(
     let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(6), slots.acquire_many(all)).await;
     Ok(())
+}
+
+/// Drains until nothing is under way, `timeout` passes, or a second signal comes.
+async fn drain(ops: &Ops, timeout: Duration) {
+    ops.start_draining();
+    tracing::info!(
+        "draining: /readyz fails and new sessions are refused; waiting up to {} s for \
+         the work under way (a second signal stops at once)",
+        timeout.as_secs_f64()
+    );
+    tokio::select! {
+        idle = ops.drained(timeout) => if idle {
+            tracing::info!("drained: nothing is under way; stopping");
+        } else {
+            tracing::warn!(
+                "the drain timeout ({} s) passed with work under way; stopping it",
+                timeout.as_secs_f64()
+            );
+        },
+        _ = stop_signal() => tracing::warn!("a second signal: stopping at once"),
+    }
 }
 
 async fn stop_signal() {

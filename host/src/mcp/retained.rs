@@ -22,6 +22,7 @@ use rmcp::model::ResourceContents;
 
 use super::wire::encode_base64;
 use crate::files::has_control_characters;
+use crate::replica::{OtherReplica, Replica};
 use crate::sandbox::memory::{Held, MemoryBudget, Reservation};
 use crate::sandbox::output::CapturedOutput;
 
@@ -72,6 +73,8 @@ pub enum ReadError {
     Gone { uri: String, ttl_secs: u64 },
     #[error("reading `{0}` needs more memory than the server has free now; try again shortly")]
     Busy(String),
+    #[error(transparent)]
+    OtherReplica(#[from] OtherReplica),
 }
 
 /// The results' kept outputs and files.
@@ -79,17 +82,25 @@ pub struct Retained {
     inner: Arc<Mutex<Inner>>,
     budget: MemoryBudget,
     ttl: Duration,
+    /// Mints the handles, and tells another replica's handles apart.
+    replica: Replica,
 }
 
 impl Retained {
     /// Keeps at most `bytes` for `ttl`, drawing from `server` (the server's budget).
-    pub fn new(bytes: u64, ttl: Duration, server: Option<MemoryBudget>) -> Retained {
+    pub fn new(
+        bytes: u64,
+        ttl: Duration,
+        server: Option<MemoryBudget>,
+        replica: Replica,
+    ) -> Retained {
         let inner: Arc<Mutex<Inner>> = Arc::default();
         start_sweeper(Arc::downgrade(&inner), ttl);
         Retained {
             inner,
             budget: MemoryBudget::with_parent(usize::try_from(bytes).unwrap_or(usize::MAX), server),
             ttl,
+            replica,
         }
     }
 
@@ -107,11 +118,9 @@ impl Retained {
         self.budget.reserve(bytes)
     }
 
-    /// A new handle: 128 random bits in hex.
+    /// A new handle: the replica's id and 128 random bits in hex.
     pub fn new_handle(&self) -> String {
-        let mut bits = [0u8; 16];
-        getrandom::getrandom(&mut bits).expect("the system's random source");
-        hex::encode(bits)
+        self.replica.mint()
     }
 
     /// Keeps `output` (if any) and `files` (by path) under `handle` until the TTL (counted
@@ -149,9 +158,15 @@ impl Retained {
     /// built.
     pub fn read(&self, uri: &str) -> Result<ResourceContents, ReadError> {
         let (handle, path) = parse_uri(uri).ok_or_else(|| ReadError::NotOurs(uri.into()))?;
-        let gone = || ReadError::Gone {
-            uri: uri.to_string(),
-            ttl_secs: self.ttl.as_secs(),
+        let gone = || match self.replica.elsewhere("resource", &handle) {
+            Some(elsewhere) => ReadError::OtherReplica(OtherReplica {
+                handle: uri.to_string(),
+                ..elsewhere
+            }),
+            None => ReadError::Gone {
+                uri: uri.to_string(),
+                ttl_secs: self.ttl.as_secs(),
+            },
         };
         let item = {
             let mut inner = lock(&self.inner);
@@ -354,7 +369,7 @@ mod tests {
 
     #[test]
     fn kept_items_read_back_as_text_or_blob() {
-        let kept = Retained::new(1 << 20, Duration::from_secs(60), None);
+        let kept = Retained::new(1 << 20, Duration::from_secs(60), None, Replica::default());
         let handle = kept.new_handle();
         assert_eq!(handle.len(), 32);
         let output = CapturedOutput {
@@ -411,7 +426,12 @@ mod tests {
 
     #[test]
     fn entries_go_at_their_ttl() {
-        let kept = Retained::new(1 << 20, Duration::from_millis(200), None);
+        let kept = Retained::new(
+            1 << 20,
+            Duration::from_millis(200),
+            None,
+            Replica::default(),
+        );
         let handle = kept.new_handle();
         kept.keep(handle.clone(), None, vec![("a".into(), file(b"x", true))]);
         assert!(kept.read(&file_uri(&handle, "a")).is_ok());

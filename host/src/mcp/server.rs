@@ -88,14 +88,26 @@ impl RunboxServer {
             settings.retained_bytes,
             settings.resource_ttl,
             Some(runbox.server_memory()),
+            runbox.replica().clone(),
         );
+        let tasks = Tasks::new(settings.tasks.clone(), runbox.replica().clone());
         RunboxServer {
             runbox,
-            tasks: Arc::new(Tasks::new(settings.tasks.clone())),
+            tasks: Arc::new(tasks),
             settings: Arc::new(settings),
             kept: Arc::new(kept),
             tool_router,
         }
+    }
+
+    /// The service the tools call.
+    pub fn runbox(&self) -> &Arc<Runbox> {
+        &self.runbox
+    }
+
+    /// The tasks under way and kept.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// Stops every task's run (the server is stopping).
@@ -111,7 +123,7 @@ impl RunboxServer {
     /// `resources/read` of a kept output or file.
     pub fn read_kept(&self, uri: &str) -> Result<ResourceContents, ErrorData> {
         self.kept.read(uri).map_err(|e| match e {
-            ReadError::NotOurs(_) | ReadError::Gone { .. } => {
+            ReadError::NotOurs(_) | ReadError::Gone { .. } | ReadError::OtherReplica(_) => {
                 ErrorData::resource_not_found(e.to_string(), Some(serde_json::json!({"uri": uri})))
             }
             ReadError::Busy(_) => ErrorData::internal_error(e.to_string(), None),

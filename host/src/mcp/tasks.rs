@@ -22,6 +22,7 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use tokio_util::sync::CancellationToken;
 
+use crate::replica::Replica;
 use crate::run::RunWatch;
 
 /// The most `timeout_seconds` a task may ask for, by default.
@@ -79,13 +80,19 @@ struct Entry {
 pub struct Tasks {
     settings: TaskSettings,
     entries: Arc<Mutex<HashMap<String, Entry>>>,
+    /// Mints the task ids, and tells another replica's ids apart.
+    replica: Replica,
 }
 
 impl Tasks {
-    pub fn new(settings: TaskSettings) -> Tasks {
+    pub fn new(settings: TaskSettings, replica: Replica) -> Tasks {
         let entries: Arc<Mutex<HashMap<String, Entry>>> = Arc::default();
         start_sweeper(Arc::downgrade(&entries), settings.ttl);
-        Tasks { settings, entries }
+        Tasks {
+            settings,
+            entries,
+            replica,
+        }
     }
 
     pub fn settings(&self) -> &TaskSettings {
@@ -113,7 +120,7 @@ impl Tasks {
             entries.remove(&oldest.1);
         }
         let now = timestamp();
-        let id = new_task_id();
+        let id = self.replica.mint();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
         task.ttl_ms = Some(self.settings.ttl.as_millis() as u64);
         task.poll_interval_ms = Some(POLL_INTERVAL_MS);
@@ -162,7 +169,7 @@ impl Tasks {
     pub fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
         let mut entries = lock(&self.entries);
         sweep(&mut entries, self.settings.ttl);
-        let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        let entry = entries.get_mut(id).ok_or_else(|| self.unknown(id))?;
         let payload = match &entry.state {
             State::Working => {
                 entry.task.status_message = Some(working_message(entry));
@@ -187,7 +194,7 @@ impl Tasks {
     pub fn cancel(&self, id: &str) -> Result<(), ErrorData> {
         let mut entries = lock(&self.entries);
         sweep(&mut entries, self.settings.ttl);
-        let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        let entry = entries.get_mut(id).ok_or_else(|| self.unknown(id))?;
         if entry.finished.is_none() {
             entry.cancel.cancel();
             entry.task.status_message = Some("cancelling".into());
@@ -200,7 +207,7 @@ impl Tasks {
     /// task must exist.
     pub fn update(&self, id: &str) -> Result<(), ErrorData> {
         let entries = lock(&self.entries);
-        entries.get(id).map(|_| ()).ok_or_else(|| unknown(id))
+        entries.get(id).map(|_| ()).ok_or_else(|| self.unknown(id))
     }
 
     /// Stops every task's run (the server is stopping).
@@ -216,6 +223,23 @@ impl Tasks {
             .values()
             .filter(|e| e.finished.is_none())
             .count()
+    }
+
+    /// Tasks kept now (working, or finished and not expired).
+    pub fn kept(&self) -> usize {
+        lock(&self.entries).len()
+    }
+
+    /// The error for a task id this server does not have.
+    fn unknown(&self, id: &str) -> ErrorData {
+        let message = match self.replica.elsewhere("task", id) {
+            Some(elsewhere) => elsewhere.to_string(),
+            None => format!(
+                "unknown task `{}`: no such task, or it finished longer ago than its ttlMs",
+                id.escape_debug()
+            ),
+        };
+        ErrorData::invalid_params(message, None)
     }
 }
 
@@ -241,28 +265,11 @@ fn status(state: &State) -> TaskStatus {
     }
 }
 
-fn unknown(id: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!(
-            "unknown task `{}`: no such task, or it finished longer ago than its ttlMs",
-            id.escape_debug()
-        ),
-        None,
-    )
-}
-
 fn to_object(value: &impl serde::Serialize) -> JsonObject {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::Object(object)) => object,
         _ => JsonObject::new(),
     }
-}
-
-/// A new task id: 128 random bits in hex (unguessable, safe in a header).
-fn new_task_id() -> String {
-    let mut bits = [0u8; 16];
-    getrandom::getrandom(&mut bits).expect("the system's random source");
-    hex::encode(bits)
 }
 
 /// Now, as ISO 8601 (what rmcp's own task manager writes).
@@ -326,7 +333,7 @@ mod tests {
 
     #[test]
     fn a_task_works_then_completes() {
-        let tasks = Tasks::new(settings(4, Duration::from_secs(60)));
+        let tasks = Tasks::new(settings(4, Duration::from_secs(60)), Replica::default());
         let (id, _) = start(&tasks);
         assert_eq!(id.len(), 32);
         let got = tasks.get(&id).unwrap();
@@ -347,7 +354,7 @@ mod tests {
 
     #[test]
     fn cancelling_stops_the_run_and_settles_cancelled() {
-        let tasks = Tasks::new(settings(4, Duration::from_secs(60)));
+        let tasks = Tasks::new(settings(4, Duration::from_secs(60)), Replica::default());
         let (id, cancel) = start(&tasks);
         tasks.cancel(&id).unwrap();
         assert!(cancel.is_cancelled());
@@ -358,7 +365,7 @@ mod tests {
 
     #[test]
     fn finished_tasks_make_room_and_expire() {
-        let tasks = Tasks::new(settings(2, Duration::from_millis(300)));
+        let tasks = Tasks::new(settings(2, Duration::from_millis(300)), Replica::default());
         let (a, _) = start(&tasks);
         let (_b, _) = start(&tasks);
         // Both working: no room.
@@ -378,7 +385,7 @@ mod tests {
 
     #[test]
     fn expired_tasks_are_swept() {
-        let tasks = Tasks::new(settings(4, Duration::from_millis(200)));
+        let tasks = Tasks::new(settings(4, Duration::from_millis(200)), Replica::default());
         let (id, _) = start(&tasks);
         tasks.finish(&id, Ok(CallToolResult::success(vec![])));
         std::thread::sleep(Duration::from_millis(700));

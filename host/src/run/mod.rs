@@ -25,6 +25,7 @@ use crate::admission::{Admission, Ticket};
 use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::{LimitSettings, RunLimits};
 use crate::manifest::PluginSpec;
+use crate::metrics::RunMetrics;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::engine::SandboxEngine;
 use crate::plugin::LoadedPlugin;
@@ -52,6 +53,8 @@ pub struct Runner {
     pub resources_per_store: usize,
     /// Interpreters started ahead of time (see `prestart.rs`).
     pub prestarts: Prestarts,
+    /// The runs finished, for /metrics.
+    pub metrics: RunMetrics,
 }
 
 impl Runner {
@@ -158,6 +161,7 @@ impl Runner {
             ticket: Some(ticket),
             watch,
             span: run_span(&plugin.spec.name, None),
+            counted_as: Some(plugin.spec.name.clone()),
         };
         let called = match warm {
             Some(warm) => {
@@ -204,6 +208,7 @@ impl Runner {
             ticket: Some(ticket),
             watch: None,
             span: tracing::Span::none(),
+            counted_as: None,
         };
         let call = fresh_instance_call(PluginCall::Describe);
         let called = self.call(site, plugin, call, |_| {}).await?;
@@ -245,6 +250,7 @@ impl Runner {
             ticket,
             watch,
             span,
+            counted_as,
         } = site;
         if let Some(watch) = &watch {
             watch.attach(&sandbox.output);
@@ -281,6 +287,10 @@ impl Runner {
             sandbox.forget_new_programs();
         }
         record(&span, &outcome, &sandbox);
+        if let Some(runtime) = counted_as {
+            self.metrics
+                .record(&runtime, outcome.status.as_str(), outcome.duration);
+        }
         Ok(Called { outcome, info })
     }
 }
@@ -300,6 +310,8 @@ pub struct CallSite {
     pub ticket: Option<Ticket>,
     pub watch: Option<Arc<RunWatch>>,
     pub span: tracing::Span,
+    /// The runtime /metrics counts this call as a run of (`None`: a describe, not a run).
+    pub counted_as: Option<String>,
 }
 
 /// What a call came to: its outcome, and the plugin's self-description when that was

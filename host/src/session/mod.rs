@@ -115,6 +115,7 @@ impl Session {
             ticket: Some(ticket),
             watch: None,
             span: run_span(&self.runtime, Some(&self.id)),
+            counted_as: Some(self.runtime.clone()),
         };
         let plugin = self.plugin.clone();
         let kept = live.take();

@@ -2,12 +2,13 @@
 //! the ids that ended.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use super::Session;
 use crate::plugin::LoadedPlugin;
+use crate::replica::{OtherReplica, Replica};
 use crate::run::Runner;
 
 /// How many ended ids are remembered, to say why a call for one is refused.
@@ -36,6 +37,10 @@ pub enum SessionError {
     TooMany { max: usize },
     #[error("cannot create the session's scratch directory: {0}")]
     Scratch(String),
+    #[error(transparent)]
+    OtherReplica(#[from] OtherReplica),
+    #[error("{here} is draining before it stops and takes no new sessions; call create_session again: a balancer sends it to another replica (a client whose MCP connection is held by this replica must reconnect first)")]
+    Draining { here: String },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +55,10 @@ struct Inner {
     ended: Mutex<VecDeque<(String, Ending)>>,
     max: usize,
     idle: Duration,
+    /// Mints the ids, and tells another replica's ids apart.
+    replica: Replica,
+    /// Set when the server drains: no new sessions.
+    draining: AtomicBool,
 }
 
 /// The server's sessions.
@@ -58,12 +67,14 @@ pub struct Sessions(Arc<Inner>);
 impl Sessions {
     /// At most `max` open at once, each ending after `idle` without calls (checked by a
     /// thread of its own).
-    pub fn new(max: usize, idle: Duration) -> Sessions {
+    pub fn new(max: usize, idle: Duration, replica: Replica) -> Sessions {
         let inner = Arc::new(Inner {
             open: Mutex::default(),
             ended: Mutex::default(),
             max,
             idle,
+            replica,
+            draining: AtomicBool::new(false),
         });
         start_reaper(Arc::downgrade(&inner), idle);
         Sessions(inner)
@@ -85,17 +96,32 @@ impl Sessions {
         self.len() == 0
     }
 
+    /// Refuses new sessions from now on (the server drains before it stops); the open
+    /// ones go on serving calls.
+    pub fn start_draining(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.0.draining.load(Ordering::SeqCst)
+    }
+
     /// A new session of `plugin`.
     pub fn create(
         &self,
         runner: &Runner,
         plugin: Arc<LoadedPlugin>,
     ) -> Result<Arc<Session>, SessionError> {
+        if self.is_draining() {
+            return Err(SessionError::Draining {
+                here: self.0.replica.describe(),
+            });
+        }
         let mut open = self.0.open();
         if open.len() >= self.0.max {
             return Err(SessionError::TooMany { max: self.0.max });
         }
-        let id = new_id();
+        let id = self.0.replica.mint();
         let session = Session::new(id.clone(), runner, plugin)
             .map_err(|e| SessionError::Scratch(e.to_string()))?;
         let session = Arc::new(session);
@@ -119,7 +145,10 @@ impl Sessions {
                 idle_secs: *idle_secs,
             },
             Some((_, Ending::ShutDown)) => SessionError::ShutDown { id },
-            None => SessionError::Unknown { id },
+            None => match self.0.replica.elsewhere("session", &id) {
+                Some(elsewhere) => elsewhere.into(),
+                None => SessionError::Unknown { id },
+            },
         })
     }
 
@@ -197,29 +226,13 @@ fn start_reaper(inner: Weak<Inner>, idle: Duration) {
     }
 }
 
-/// 128 random bits, as 32 lowercase hex digits: unguessable and safe in an HTTP header.
-fn new_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::getrandom(&mut bytes).expect("the operating system's random source");
-    hex::encode(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_long_random_and_header_safe() {
-        let a = new_id();
-        let b = new_id();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
-    }
-
-    #[test]
     fn errors_say_what_became_of_the_id_and_what_to_do() {
-        let sessions = Sessions::new(2, Duration::from_secs(60));
+        let sessions = Sessions::new(2, Duration::from_secs(60), Replica::default());
         let e = sessions.get("nope").err().unwrap().to_string();
         assert!(
             e.contains("unknown session_id `nope`") && e.contains("create_session"),
@@ -247,6 +260,8 @@ mod tests {
             e.contains("expired after 601 s") && e.contains("create_session"),
             "{e}"
         );
+        let e = sessions.get("r9.0123").err().unwrap().to_string();
+        assert!(e.contains("belongs to replica `r9`"), "{e}");
         let e = SessionError::TooMany { max: 2 }.to_string();
         assert!(
             e.contains("2 sessions") && e.contains("--max-sessions"),
