@@ -11,6 +11,7 @@
 //! - [`conformance`], [`custom_plugin`]: the plugin conformance suite, and a third party's
 //!   plugin from a local path.
 //! - [`adapters`]: the guest adapters' own unit tests, run natively.
+//! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -23,6 +24,8 @@ mod compile_limits;
 mod compiled;
 mod conformance;
 mod custom_plugin;
+mod deploy;
 mod mcp;
 mod runtimes;
+mod scale_out;
 mod scratch_limits;

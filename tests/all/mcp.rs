@@ -170,7 +170,7 @@ fn legacy_scenario(script: &str, scenario: &str) {
 
 /// Runs `tests/mcp_client/SCRIPT ARGS…` against the binary with `client` (`auto`: the
 /// SDK's `Client`; `legacy`: `ClientSession.initialize()`).
-fn scenario_with(script: &str, args: &[&str], client: &str) {
+pub(crate) fn scenario_with(script: &str, args: &[&str], client: &str) {
     let scenario = args.join(" ");
     // Fetch and compile the runtimes first, so the binary finds them cached.
     common::runbox();
