@@ -1245,3 +1245,33 @@ fn initialize_is_answered_while_runtimes_are_prepared() {
     );
     session.hang_up();
 }
+
+// ---------------------------------------------------------------------------------------
+// What operators and balancers ask an HTTP server (tests/mcp_client/ops.py).
+
+/// `/healthz` and `/readyz` answer without the token, `/metrics` needs it and counts the
+/// runs by runtime and status, their times, the run under way and the sessions.
+#[test]
+fn ops_probes_and_metrics() {
+    scenario("ops.py", "probes_and_metrics");
+}
+
+/// SIGTERM drains: `/readyz` fails, new sessions are refused, a task and a session under
+/// way go on until done, then the server exits 0 by itself.
+#[test]
+fn ops_drain_finishes_tasks() {
+    scenario("ops.py", "drain_finishes_tasks");
+}
+
+/// A run longer than `--drain-timeout` is stopped at it; a second signal stops at once.
+#[test]
+fn ops_drain_timeout_and_second_signal() {
+    scenario("ops.py", "drain_timeout_and_second_signal");
+}
+
+/// Session ids, task ids, resource URIs and protocol session ids of another replica get
+/// an error naming it.
+#[test]
+fn ops_other_replicas_handles() {
+    scenario("ops.py", "other_replicas_handles");
+}
