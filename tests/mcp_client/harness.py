@@ -259,6 +259,33 @@ async def connected(transport, *args):
                 yield session
 
 
+# The current revision, spoken statelessly: no handshake, each request says who it is.
+CURRENT = "2026-07-28"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+def stateless_request(method, params, request_id=1, tasks=True, client="raw"):
+    """A 2026-07-28 JSON-RPC request and the HTTP headers such a client sends with it:
+    `Mcp-Name` (a tool's name, a task id, a URI) and `Mcp-Param-Session` (from
+    `session_id`, by its `x-mcp-header`), which is what a balancer routes by. `tasks`:
+    whether the client declares the tasks extension."""
+    capabilities = {"extensions": {TASKS_EXTENSION: {}}} if tasks else {}
+    meta = {"io.modelcontextprotocol/protocolVersion": CURRENT,
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"}}
+    params = {**params, "_meta": meta}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    headers = {"Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": CURRENT, "Mcp-Method": method}
+    name = params.get("name") or params.get("taskId") or params.get("uri")
+    if name:
+        headers["Mcp-Name"] = name
+    session = params.get("arguments", {}).get("session_id")
+    if session:
+        headers["Mcp-Param-Session"] = session
+    return message, headers
+
+
 def text_of(result):
     return "\n".join(c.text for c in result.content if c.type == "text")
 

@@ -12,31 +12,14 @@ import time
 
 import httpx2
 
-from harness import HttpServer, main
+from harness import HttpServer, main, stateless_request
 
-VERSION = "2026-07-28"
 TOKEN = "t" * 40
-
-
-def meta(tasks=True):
-    capabilities = {"extensions": {"io.modelcontextprotocol/tasks": {}}} if tasks else {}
-    return {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "ops", "version": "0"}}
 
 
 def request(url, method, params, token=None, headers=None, timeout=120):
     """One stateless request (the headers a 2026-07-28 client sends); the HTTP answer."""
-    message = {"jsonrpc": "2.0", "id": 1, "method": method,
-               "params": {**params, "_meta": meta()}}
-    sent = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": VERSION,
-            "Mcp-Method": method}
-    name = params.get("name") or params.get("taskId") or params.get("uri")
-    if name:
-        sent["Mcp-Name"] = name
-    session = params.get("arguments", {}).get("session_id")
-    if session:
-        sent["Mcp-Param-Session"] = session
+    message, sent = stateless_request(method, params, client="ops")
     if token:
         sent["Authorization"] = f"Bearer {token}"
     sent.update(headers or {})

@@ -25,13 +25,13 @@ import httpx2
 
 from mcp.shared.exceptions import MCPError as McpError
 
-from harness import CLIENT, HttpServer, check_tool_error, http_session, main, text_of
+from harness import (CLIENT, HttpServer, check_tool_error, http_session, main,
+                     stateless_request, text_of)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GENERATE = os.path.join(REPO, "deploy", "haproxy", "generate")
 IDS = ["r0", "r1", "r2"]
 WORK = tempfile.mkdtemp(prefix="runbox-scale-out-")
-VERSION = "2026-07-28"
 
 
 def free_port():
@@ -148,21 +148,10 @@ async def check_output(session, code, expected, session_id=None):
     return content
 
 
-def raw_call(url, method, params, session_id=None):
+def raw_call(url, method, params):
     """One stateless 2026-07-28 request through the balancer, with the headers such a
     client sends (the tasks extension has no SDK client yet)."""
-    meta = {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {
-                "extensions": {"io.modelcontextprotocol/tasks": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "scale-out", "version": "0"}}
-    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": VERSION,
-               "Mcp-Method": method}
-    name = params.get("name") or params.get("taskId") or params.get("uri")
-    if name:
-        headers["Mcp-Name"] = name
-    if session_id:
-        headers["Mcp-Param-Session"] = session_id
+    message, headers = stateless_request(method, params, client="scale-out")
     answer = httpx2.post(url, json=message, headers=headers, timeout=60)
     assert answer.status_code == 200, (answer.status_code, answer.text)
     return answer.json()
@@ -173,7 +162,7 @@ async def tasks_through_the_balancer(lb_url, sessions):
     sid = sessions[1]
     answer = raw_call(lb_url, "tools/call", {"name": "run_code", "arguments": {
         "session_id": sid, "code": "import time\ntime.sleep(5.5)\nprint('task', x)",
-        "timeout_seconds": 30}}, session_id=sid)
+        "timeout_seconds": 30}})
     task = answer["result"]
     assert task.get("resultType") == "task", answer
     task_id = task["taskId"]

@@ -12,18 +12,9 @@ import time
 import anyio
 import httpx2
 
-from harness import RUNBOX, HttpServer, main, server_env
+from harness import RUNBOX, HttpServer, main, server_env, stateless_request
 
 TRANSPORT = sys.argv[1]
-VERSION = "2026-07-28"
-TASKS = "io.modelcontextprotocol/tasks"
-
-
-def meta(tasks=True):
-    capabilities = {"extensions": {TASKS: {}}} if tasks else {}
-    return {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "raw-tasks", "version": "0"}}
 
 
 class Stdio:
@@ -37,8 +28,7 @@ class Stdio:
 
     def request(self, method, params, tasks=True):
         self.next_id += 1
-        params = {**params, "_meta": meta(tasks)}
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        message, _ = stateless_request(method, params, self.next_id, tasks, "raw-tasks")
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
         while True:
@@ -61,16 +51,7 @@ class Http:
 
     def request(self, method, params, tasks=True):
         self.next_id += 1
-        params = {**params, "_meta": meta(tasks)}
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        headers = {"Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": VERSION, "Mcp-Method": method}
-        name = params.get("name") or params.get("taskId") or params.get("uri")
-        if name:
-            headers["Mcp-Name"] = name
-        session = params.get("arguments", {}).get("session_id")
-        if session:
-            headers["Mcp-Param-Session"] = session
+        message, headers = stateless_request(method, params, self.next_id, tasks, "raw-tasks")
         r = self.client.post(self.server.url, json=message, headers=headers)
         if r.headers.get("content-type", "").startswith("text/event-stream"):
             events = [json.loads(line[5:]) for line in r.text.splitlines()
