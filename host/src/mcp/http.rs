@@ -274,7 +274,7 @@ impl Screen {
     }
 }
 
-pub(super) fn json_response(status: StatusCode, message: &Value) -> Response {
+fn json_response(status: StatusCode, message: &Value) -> Response {
     let body = serde_json::to_vec(message).expect("JSON values serialize");
     (
         status,

@@ -10,10 +10,10 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use serde_json::json;
 
-use super::http::json_response;
 use crate::replica::Replica;
 
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -40,7 +40,7 @@ pub async fn replica_session_ids(
                 if let Some(elsewhere) = replica.elsewhere("MCP session", &given) {
                     let error = json!({"jsonrpc": "2.0", "id": null, "error": {
                         "code": -32001, "message": elsewhere.to_string()}});
-                    return json_response(StatusCode::NOT_FOUND, &error);
+                    return (StatusCode::NOT_FOUND, Json(error)).into_response();
                 }
                 // Not a replica's id at all: rmcp says it knows no such session.
             }
