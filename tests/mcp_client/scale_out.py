@@ -157,8 +157,30 @@ def raw_call(url, method, params):
     return answer.json()
 
 
-async def tasks_through_the_balancer(lb_url, sessions):
-    """A long run answered as a task; tasks/get through the balancer reaches its replica."""
+def routed_by_body(balancer, method, params):
+    """The replica the balancer sent a request to that names its handle only in the
+    body (no routing header). runbox itself then refuses it (a client of the current
+    revision must send the headers), so HAProxy's log says where it went."""
+    message, headers = stateless_request(method, params, client="scale-out")
+    headers.pop("Mcp-Name", None)
+    headers.pop("Mcp-Param-Session", None)
+    before = open(balancer.log).read().count("POST /mcp")
+    answer = httpx2.post(balancer.url, json=message, headers=headers, timeout=60)
+    assert answer.status_code == 400 and "header" in answer.text, answer.text
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [line for line in open(balancer.log) if "POST /mcp" in line]
+        if len(lines) > before:
+            break
+        assert time.monotonic() < deadline, "HAProxy logged no request"
+        time.sleep(0.05)
+    return re.search(r" runbox(?:-owner)?/(r\d) ", lines[-1]).group(1)
+
+
+async def tasks_through_the_balancer(balancer, sessions):
+    """A long run answered as a task; tasks/get through the balancer reaches its replica;
+    so does a request naming a handle only in its body."""
+    lb_url = balancer.url
     sid = sessions[1]
     answer = raw_call(lb_url, "tools/call", {"name": "run_code", "arguments": {
         "session_id": sid, "code": "import time\ntime.sleep(5.5)\nprint('task', x)",
@@ -177,6 +199,11 @@ async def tasks_through_the_balancer(lb_url, sessions):
     assert got["status"] == "completed", got
     content = got["result"]["structuredContent"]
     assert content["stdout"] == "task 1\n", content
+    for sid in sessions:
+        went = routed_by_body(balancer, "tools/call", {"name": "run_code", "arguments": {
+            "session_id": sid, "code": "print(x)"}})
+        assert went == owner(sid), (went, sid)
+    assert routed_by_body(balancer, "tasks/get", {"taskId": task_id}) == owner(task_id)
 
 
 async def scenario_cluster():
@@ -237,7 +264,7 @@ async def scenario_cluster():
                                  f"this is replica `{other}`")
 
             if CLIENT == "auto":
-                await tasks_through_the_balancer(lb, [s for _, s in sessions])
+                await tasks_through_the_balancer(balancer, [s for _, s in sessions])
 
             # Drain one replica while a call runs in one of its sessions.
             drained = owner(sessions[0][1])
