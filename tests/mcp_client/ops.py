@@ -171,7 +171,7 @@ async def drain_finishes_tasks():
 
 async def drain_timeout_and_second_signal():
     """A run longer than --drain-timeout is stopped at it; a second signal stops at once.
-    Either way the server exits 0."""
+    Either way the call is answered (its run cancelled) and the server exits 0."""
     for how in ("timeout", "second signal"):
         server = HttpServer("--drain-timeout", "1" if how == "timeout" else "60")
         answers = []
@@ -199,6 +199,12 @@ async def drain_timeout_and_second_signal():
         assert took < 8, (how, took)
         thread.join(timeout=30)
         assert not thread.is_alive(), f"{how}: the call was never answered"
+        # Answered, as a run the server stopped, not cut off.
+        answer = answers[0]
+        assert isinstance(answer, httpx2.Response) and answer.status_code == 200, (how, answer)
+        content = answer.json()["result"]["structuredContent"]
+        assert content["status"] == "terminated", (how, content)
+        assert content["error"].startswith("the server stopped before the run ended"), content
 
 
 async def other_replicas_handles():

@@ -387,16 +387,22 @@ async fn drain(ops: &Ops, timeout: Duration) {
          the work under way (a second signal stops at once)",
         timeout.as_secs_f64()
     );
-    tokio::select! {
-        idle = ops.drained(timeout) => if idle {
-            tracing::info!("drained: nothing is under way; stopping");
-        } else {
-            tracing::warn!(
-                "the drain timeout ({} s) passed with work under way; stopping it",
-                timeout.as_secs_f64()
-            );
-        },
-        _ = stop_signal() => tracing::warn!("a second signal: stopping at once"),
+    let idle = tokio::select! {
+        idle = ops.drained(timeout) => idle,
+        _ = stop_signal() => {
+            tracing::warn!("a second signal: stopping the runs under way");
+            false
+        }
+    };
+    if idle {
+        tracing::info!("drained: nothing is under way; stopping");
+    } else {
+        tracing::warn!(
+            "stopping with work under way (drain timeout {} s or a second signal): its \
+             runs end cancelled",
+            timeout.as_secs_f64()
+        );
+        ops.stop_runs().await;
     }
 }
 

@@ -82,6 +82,16 @@ impl Ops {
             && self.server.tasks().working() == 0
     }
 
+    /// Stops every run under way and waits (a few seconds at most) until their calls
+    /// are answered, so that none is cut off without a result.
+    pub async fn stop_runs(&self) {
+        self.server.stop_runs();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.answering.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until nothing is under way, then a little longer when tasks finished
     /// recently (so their clients, polling every [`POLL_INTERVAL_MS`], can fetch the
     /// results); gives up at `timeout`. Says whether it got idle.

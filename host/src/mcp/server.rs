@@ -30,6 +30,7 @@ use super::schema::{self, CloseSessionOutput, CreateSessionOutput, Limits, ListR
 use super::settings::ServerSettings;
 use super::tasks::Tasks;
 use crate::files::ReturnCaps;
+use crate::outcome::RunStatus;
 use crate::run::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,9 @@ pub struct RunboxServer {
     settings: Arc<ServerSettings>,
     kept: Arc<Retained>,
     tasks: Arc<Tasks>,
+    /// Cancelled when the server stops with runs still under way (a drain that ran out of
+    /// time): every run ends, and its call is still answered.
+    stopping: CancellationToken,
     tool_router: ToolRouter<Self>,
 }
 
@@ -96,6 +100,7 @@ impl RunboxServer {
             tasks: Arc::new(tasks),
             settings: Arc::new(settings),
             kept: Arc::new(kept),
+            stopping: CancellationToken::new(),
             tool_router,
         }
     }
@@ -108,6 +113,12 @@ impl RunboxServer {
     /// The tasks under way and kept.
     pub fn tasks(&self) -> &Tasks {
         &self.tasks
+    }
+
+    /// Stops every run under way, tasks' included; each call is answered as cancelled.
+    pub fn stop_runs(&self) {
+        self.stopping.cancel();
+        self.tasks.cancel_all();
     }
 
     /// Stops every task's run (the server is stopping).
@@ -255,7 +266,31 @@ impl RunboxServer {
         session_id: Option<String>,
         cancel: CancellationToken,
     ) -> CallToolResult {
-        match self.runbox.run(request, cancel).await {
+        // The run also stops when the server does.
+        let run_cancel = self.stopping.child_token();
+        let link = tokio::spawn({
+            let run_cancel = run_cancel.clone();
+            let cancel = cancel.clone();
+            async move {
+                cancel.cancelled().await;
+                run_cancel.cancel();
+            }
+        });
+        let mut ran = self.runbox.run(request, run_cancel).await;
+        link.abort();
+        if let Ok(outcome) = &mut ran {
+            if self.stopping.is_cancelled() && !cancel.is_cancelled() {
+                // Not the client's doing: say whose.
+                if outcome.status == RunStatus::Terminated {
+                    outcome.error = Some(
+                        "the server stopped before the run ended (its drain timeout \
+                         passed, or a second stop signal came)"
+                            .into(),
+                    );
+                }
+            }
+        }
+        match ran {
             Ok(outcome) => run_result(outcome, session_id, &self.settings.results, &self.kept),
             Err(e) => tool_error(e.to_string()),
         }
