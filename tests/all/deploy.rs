@@ -442,12 +442,7 @@ fn help_flags(help: &str) -> BTreeSet<String> {
 fn help_variables(help: &str) -> BTreeSet<String> {
     help.split("[env: ")
         .skip(1)
-        .map(|rest| {
-            rest.split(['=', ']'])
-                .next()
-                .unwrap()
-                .to_string()
-        })
+        .map(|rest| rest.split(['=', ']']).next().unwrap().to_string())
         .collect()
 }
 
