@@ -29,6 +29,7 @@ pub struct InvalidReplicaId(pub String);
 )]
 pub struct OtherReplica {
     pub kind: &'static str,
+    /// The handle as it is shown ([`shown`]).
     pub handle: String,
     pub owner: String,
     /// "replica `r1`", or "a server without --replica-id".
@@ -67,10 +68,13 @@ impl Replica {
     }
 
     /// The replica that minted `handle`, when it is another one (`None` for this one's,
-    /// and for a handle no replica minted).
+    /// and for a handle no replica minted: an id and a dot before 128 random bits in hex,
+    /// or rmcp's UUID of a protocol session).
     pub fn owner_elsewhere<'a>(&self, handle: &'a str) -> Option<&'a str> {
-        let (owner, _) = handle.split_once('.')?;
-        (is_replica_id(owner) && Some(owner) != self.id()).then_some(owner)
+        let (owner, bits) = handle.split_once('.')?;
+        let minted = (32..=36).contains(&bits.len())
+            && bits.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+        (minted && is_replica_id(owner) && Some(owner) != self.id()).then_some(owner)
     }
 
     /// The error for a `kind` of handle ("session", "task", "resource") that `handle`
@@ -79,7 +83,7 @@ impl Replica {
         let owner = self.owner_elsewhere(handle)?;
         Some(OtherReplica {
             kind,
-            handle: handle.to_string(),
+            handle: shown(handle),
             owner: owner.to_string(),
             here: self.describe(),
         })
@@ -91,6 +95,15 @@ impl Replica {
             Some(id) => format!("replica `{id}`"),
             None => "a server without --replica-id".to_string(),
         }
+    }
+}
+
+/// A handle (or URI) as an error shows it: escaped, and cut after 120 characters.
+pub fn shown(handle: &str) -> String {
+    let escaped: String = handle.escape_debug().collect();
+    match escaped.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped,
     }
 }
 
@@ -145,6 +158,19 @@ mod tests {
         // Never minted by any replica: simply unknown.
         assert_eq!(r0.owner_elsewhere(&Replica::default().mint()), None);
         assert_eq!(r0.owner_elsewhere("Not.A.Replica"), None);
+        assert_eq!(r0.owner_elsewhere("r1.abc"), None);
+        assert_eq!(
+            r0.owner_elsewhere("r1.8b4f5fd6-cec3-4287-9688-0330e4fdb7e3"),
+            Some("r1")
+        );
+        let long = format!("{theirs}\n{}", "x".repeat(500));
+        assert_eq!(r0.owner_elsewhere(&long), None);
+        let shown = shown(&format!("r1.\n{}", "y".repeat(500)));
+        assert!(
+            shown.starts_with("r1.\\ny") && shown.ends_with('…'),
+            "{shown}"
+        );
+        assert_eq!(shown.chars().count(), 121);
         let e = r0.elsewhere("session", &theirs).unwrap().to_string();
         assert!(
             e.contains("belongs to replica `r1`") && e.contains("this is replica `r0`"),

@@ -1275,3 +1275,10 @@ fn ops_drain_timeout_and_second_signal() {
 fn ops_other_replicas_handles() {
     scenario("ops.py", "other_replicas_handles");
 }
+
+/// Calls arriving while a replica stops are answered, refused before they ran (503), or
+/// refused a connection: never cut off.
+#[test]
+fn ops_no_request_lost_at_stop() {
+    scenario("ops.py", "no_request_lost_at_stop");
+}

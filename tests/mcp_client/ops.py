@@ -128,6 +128,13 @@ async def probes_and_metrics():
         assert metric(page, "runbox_sessions") == 1, page
         assert metric(page, "runbox_runs_in_progress") == 0, page
         assert httpx2.get(f"{root}/nowhere").status_code in (401, 404)
+        # Not for browsers, and a loopback server's only for loopback hosts (against DNS
+        # rebinding), token or not.
+        evil = httpx2.get(f"{root}/metrics", headers={**auth, "Host": "evil.example"})
+        assert evil.status_code == 403, evil
+        page = httpx2.get(f"{root}/metrics", headers={**auth, "Origin": "http://localhost:3000"})
+        assert page.status_code == 403, page
+        assert httpx2.get(f"{root}/metrics", headers={**auth, "Host": "localhost"}).status_code == 200
 
 
 async def drain_finishes_tasks():
@@ -207,6 +214,56 @@ async def drain_timeout_and_second_signal():
         assert content["error"].startswith("the server stopped before the run ended"), content
 
 
+async def no_request_lost_at_stop():
+    """Calls keep coming while a replica stops: each is answered with its result, or
+    refused with 503 before anything of it ran, or its connection refused; never an
+    error after it was taken, nor a connection reset mid-answer. The replica keeps serving
+    for its grace period though nothing is under way."""
+    server = HttpServer("--replica-id", "r0")
+    outcomes = []
+    stop = threading.Event()
+
+    def client():
+        while not stop.is_set():
+            try:
+                answer = request(server.url, "tools/call", {
+                    "name": "run_code", "arguments": {"runtime": "quickjs",
+                                                      "code": "console.log(1)"}}, timeout=10)
+            except httpx2.ConnectError:
+                outcomes.append("refused")
+                time.sleep(0.01)
+                continue
+            except httpx2.HTTPError as e:
+                outcomes.append(f"broken: {e!r}")
+                continue
+            if answer.status_code == 200:
+                content = answer.json()["result"]["structuredContent"]
+                outcomes.append("ran" if content["stdout"] == "1\n" else f"wrong: {content}")
+            elif answer.status_code == 503 and "nothing of the request ran" in answer.text:
+                outcomes.append("503")
+            else:
+                outcomes.append(f"HTTP {answer.status_code}: {answer.text[:200]}")
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1)
+    before = len(outcomes)
+    signalled = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert exits_within(server, 20) == 0, server.proc.returncode
+    took = time.monotonic() - signalled
+    time.sleep(0.3)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    bad = [o for o in outcomes if o not in ("ran", "503", "refused")]
+    assert not bad, bad[:5]
+    assert 2 <= took < 15, took
+    ran_after = outcomes[before:].count("ran")
+    assert ran_after > 0, f"nothing was served in the grace period: {outcomes[before:][:10]}"
+
+
 async def other_replicas_handles():
     """Every kind of handle another replica minted gets an error naming that replica."""
     with HttpServer("--replica-id", "r0") as server:
@@ -233,7 +290,7 @@ async def other_replicas_handles():
                 "clientInfo": {"name": "ops", "version": "0"}}})
         assert init.headers["mcp-session-id"].startswith("r0."), init.headers
         foreign = httpx2.post(server.url, headers={
-            "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "r1.xyz"},
+            "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "r1.8b4f5fd6-cec3-4287-9688-0330e4fdb7e3"},
             json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert foreign.status_code == 404, foreign
         assert "belongs to replica `r1`" in foreign.json()["error"]["message"], foreign.text
@@ -249,5 +306,6 @@ main({
     "probes_and_metrics": probes_and_metrics,
     "drain_finishes_tasks": drain_finishes_tasks,
     "drain_timeout_and_second_signal": drain_timeout_and_second_signal,
+    "no_request_lost_at_stop": no_request_lost_at_stop,
     "other_replicas_handles": other_replicas_handles,
 }, label="ops ")

@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use super::access::{self, Bearer, HttpAccess};
 use super::http_sessions::{CappedSessions, DEFAULT_MAX_HTTP_SESSIONS};
 use super::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
-use super::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT};
+use super::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT, DRAIN_GRACE};
 use super::session_ids::replica_session_ids;
 use super::RunboxServer;
 
@@ -144,7 +144,7 @@ pub fn router(
             ops.clone(),
             ops::count_answering,
         ));
-    let guarded = mcp.merge(ops.metrics()).fallback(|| async {
+    let guarded = mcp.merge(ops.metrics(loopback_only)).fallback(|| async {
         (
             StatusCode::NOT_FOUND,
             "runbox serves MCP at /mcp (and /healthz, /readyz, /metrics)\n",
@@ -307,6 +307,7 @@ pub async fn serve(
         server.server_memory(),
     ));
     let ops = Ops::new(server.clone(), sessions.clone());
+    let server_replica = server.runbox().replica().id().map(str::to_string);
     let app = router(
         server,
         intake,
@@ -323,10 +324,13 @@ pub async fn serve(
     ready(&format!("http://{local}{PATH}"));
     tokio::spawn({
         let shutdown = shutdown.clone();
+        let replica = server_replica.is_some();
         async move {
             stop_signal().await;
-            drain(&ops, limits.drain_timeout).await;
-            // Ends every session, which cancels the runs still under way.
+            let grace = if replica { DRAIN_GRACE } else { Duration::ZERO };
+            drain(&ops, limits.drain_timeout, grace).await;
+            ops.close().await;
+            // Ends every session, which cancels anything still left.
             shutdown.cancel();
         }
     });
@@ -373,14 +377,19 @@ pub async fn serve(
             }
         });
     }
+    // No new connection from here on: a balancer's connect fails at once and it tries
+    // another replica, rather than waiting on one that is never answered.
+    drop(listener);
     // Give connections winding down a moment to send their last bytes.
     let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(6), slots.acquire_many(all)).await;
     Ok(())
 }
 
-/// Drains until nothing is under way, `timeout` passes, or a second signal comes.
-async fn drain(ops: &Ops, timeout: Duration) {
+/// Drains until nothing is under way (and `grace` has passed), `timeout` passes, or a
+/// second signal comes; then stops what is left.
+async fn drain(ops: &Ops, timeout: Duration, grace: Duration) {
+    let grace_ends = tokio::time::Instant::now() + grace;
     ops.start_draining();
     tracing::info!(
         "draining: /readyz fails and new sessions are refused; waiting up to {} s for \
@@ -388,7 +397,11 @@ async fn drain(ops: &Ops, timeout: Duration) {
         timeout.as_secs_f64()
     );
     let idle = tokio::select! {
-        idle = ops.drained(timeout) => idle,
+        idle = async {
+            let idle = ops.drained(timeout).await;
+            tokio::time::sleep_until(grace_ends).await;
+            idle
+        } => idle,
         _ = stop_signal() => {
             tracing::warn!("a second signal: stopping the runs under way");
             false
@@ -402,7 +415,7 @@ async fn drain(ops: &Ops, timeout: Duration) {
              runs end cancelled",
             timeout.as_secs_f64()
         );
-        ops.stop_runs().await;
+        ops.stop_runs();
     }
 }
 

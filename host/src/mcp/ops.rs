@@ -8,19 +8,23 @@
 //!
 //! Draining: `/readyz` fails at once (the balancer stops sending new work), new sessions
 //! are refused with a tool error, and calls, sessions and tasks under way go on; once no
-//! request is being answered and no task is working (or at `--drain-timeout`), the
-//! server stops.
+//! request is being answered and no task is working (or at `--drain-timeout`), and a
+//! replica has waited [`DRAIN_GRACE`] for its balancer to notice, the server closes: a
+//! request arriving then gets `503` (safe to send elsewhere: nothing of it ran), the
+//! answers under way are written to their end, and only then does it stop.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use futures::StreamExt;
 
 use super::http_sessions::CappedSessions;
 use super::tasks::POLL_INTERVAL_MS;
@@ -29,14 +33,22 @@ use crate::metrics::Exposition;
 
 /// How long a server waits for work under way when it drains, by default.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a replica keeps serving after the signal even with nothing under way: its
+/// balancer notices the failing `/readyz` within this (HAProxy as deploy/ configures it:
+/// two checks 500 ms apart), so no request is sent to a replica that has closed.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// The longest a closing server waits for the answers under way to be written.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 /// What the endpoints and the drain look at.
 #[derive(Clone)]
 pub struct Ops {
     server: RunboxServer,
     http_sessions: Arc<CappedSessions>,
-    /// MCP requests (POSTs) being answered now.
+    /// MCP requests (POSTs) being answered now, until their answer's last byte.
     answering: Arc<AtomicUsize>,
+    /// Set when the server stops taking requests.
+    closing: Arc<AtomicBool>,
 }
 
 impl Ops {
@@ -45,6 +57,7 @@ impl Ops {
             server,
             http_sessions,
             answering: Arc::default(),
+            closing: Arc::default(),
         }
     }
 
@@ -56,10 +69,23 @@ impl Ops {
             .with_state(self.clone())
     }
 
-    /// `/metrics`, behind the same guards as `/mcp`.
-    pub fn metrics(&self) -> Router {
+    /// `/metrics`, behind the token like `/mcp` (the caller's layer); it answers no
+    /// browser (a request with an `Origin`), and a loopback server only loopback `Host`s,
+    /// against DNS rebinding.
+    pub fn metrics(&self, loopback_only: bool) -> Router {
         Router::new()
             .route("/metrics", get(metrics))
+            .layer(axum::middleware::from_fn(
+                move |request: Request, next: Next| {
+                    let refused = refuse_metrics(request.headers(), loopback_only);
+                    async move {
+                        match refused {
+                            Some(why) => (StatusCode::FORBIDDEN, why).into_response(),
+                            None => next.run(request).await,
+                        }
+                    }
+                },
+            ))
             .with_state(self.clone())
     }
 
@@ -82,11 +108,16 @@ impl Ops {
             && self.server.tasks().working() == 0
     }
 
-    /// Stops every run under way and waits (a few seconds at most) until their calls
-    /// are answered, so that none is cut off without a result.
-    pub async fn stop_runs(&self) {
+    /// Stops every run under way; their calls are answered (as the server stopped them).
+    pub fn stop_runs(&self) {
         self.server.stop_runs();
-        let deadline = Instant::now() + Duration::from_secs(5);
+    }
+
+    /// Takes no more requests (they get `503`) and waits, at most [`CLOSE_WAIT`], until
+    /// every answer under way has been written.
+    pub async fn close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + CLOSE_WAIT;
         while self.answering.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -117,14 +148,52 @@ impl Ops {
     }
 }
 
-/// Counts the MCP requests being answered, for the drain.
+/// Counts the MCP requests being answered, until the last byte of their answer (an
+/// event stream's included), for the drain; once the server closes, refuses new ones.
 pub async fn count_answering(State(ops): State<Ops>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST {
         return next.run(request).await;
     }
+    // Counted before the check, so `close` never misses one that got past it.
     ops.answering.fetch_add(1, Ordering::SeqCst);
-    let _done = Decrement(ops.answering.clone());
-    next.run(request).await
+    let done = Decrement(ops.answering.clone());
+    if ops.closing.load(Ordering::SeqCst) {
+        drop(done);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (header::RETRY_AFTER, HeaderValue::from_static("1")),
+                (header::CONNECTION, HeaderValue::from_static("close")),
+            ],
+            "runbox: this server is stopping; nothing of the request ran: send it again\n",
+        )
+            .into_response();
+    }
+    let (parts, body) = next.run(request).await.into_parts();
+    // The count ends when the body is written out or dropped.
+    let body = body.into_data_stream().map(move |chunk| {
+        let _counted = &done;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// Why `/metrics` refuses a request, if it does.
+fn refuse_metrics(headers: &HeaderMap, loopback_only: bool) -> Option<&'static str> {
+    if headers.contains_key(header::ORIGIN) {
+        return Some("runbox: /metrics answers no browser\n");
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    let loopback = matches!(name, "localhost" | "127.0.0.1" | "::1");
+    (loopback_only && !loopback)
+        .then_some("runbox: a loopback server answers loopback hosts only\n")
 }
 
 struct Decrement(Arc<AtomicUsize>);

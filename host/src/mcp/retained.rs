@@ -160,7 +160,7 @@ impl Retained {
         let (handle, path) = parse_uri(uri).ok_or_else(|| ReadError::NotOurs(uri.into()))?;
         let gone = || match self.replica.elsewhere("resource", &handle) {
             Some(elsewhere) => ReadError::OtherReplica(OtherReplica {
-                handle: uri.to_string(),
+                handle: crate::replica::shown(uri),
                 ..elsewhere
             }),
             None => ReadError::Gone {

@@ -260,7 +260,11 @@ mod tests {
             e.contains("expired after 601 s") && e.contains("create_session"),
             "{e}"
         );
-        let e = sessions.get("r9.0123").err().unwrap().to_string();
+        let e = sessions
+            .get(&format!("r9.{}", "0".repeat(32)))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("belongs to replica `r9`"), "{e}");
         let e = SessionError::TooMany { max: 2 }.to_string();
         assert!(
