@@ -173,3 +173,61 @@ pub async fn run_limited(
 pub async fn run(runtime: &str, code: &str) -> RunOutcome {
     run_with(runtime, code, None, None).await
 }
+
+/// HAProxy (Debian's `haproxy`), for the tests of `deploy/` and of replicas behind it: its
+/// path, installed with apt-get when it is missing (said on stderr, never skipped).
+pub fn haproxy() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| debian_program("haproxy", "haproxy"))
+        .clone()
+}
+
+/// `program` from the Debian package `package`: where it is (on `PATH`, or in an `sbin`
+/// directory a user's `PATH` may lack), installed with apt-get first when it is missing,
+/// through `sudo -n` when not root. Panics, saying what to install, when it cannot be.
+fn debian_program(program: &str, package: &str) -> PathBuf {
+    let find = || {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    };
+    if let Some(found) = find() {
+        return found;
+    }
+    // Straight to stderr: libtest's capture would hide eprintln! of a passing test.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{program} is missing: installing Debian's {package} with apt-get"
+    );
+    let root = unsafe { libc::geteuid() } == 0;
+    let apt = |args: &[&str]| {
+        let mut command = if root {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.args(["-n", "apt-get"]);
+            sudo
+        };
+        command
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let install = ["install", "-y", "--no-install-recommends", package];
+    // The package lists may be missing on a fresh machine.
+    let installed = apt(&install) || (apt(&["update"]) && apt(&install));
+    assert!(
+        installed,
+        "{program} is missing and `apt-get install {package}` failed{}: install it to run \
+         these tests",
+        if root {
+            ""
+        } else {
+            " (not root, and `sudo -n` did not work)"
+        }
+    );
+    find().unwrap_or_else(|| panic!("apt-get installed {package}, but no {program} is found"))
+}

@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -220,40 +219,9 @@ fn replicas(m: &Manifests) -> Replicas<'_> {
 // ---------------------------------------------------------------------------------------
 // HAProxy and the generator.
 
-/// Installs HAProxy with apt-get when it is missing, once, saying so.
-fn haproxy() {
-    static READY: OnceLock<()> = OnceLock::new();
-    READY.get_or_init(|| {
-        if Command::new("haproxy").arg("-v").output().is_ok() {
-            return;
-        }
-        eprintln!("deploy: HAProxy is missing; installing it with apt-get (Debian's haproxy)");
-        let install = || {
-            Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "haproxy"])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        // The package lists may be missing on a fresh machine.
-        let installed = install()
-            || (Command::new("apt-get")
-                .arg("update")
-                .status()
-                .is_ok_and(|s| s.success())
-                && install());
-        assert!(
-            installed,
-            "HAProxy is missing and `apt-get install haproxy` failed: install HAProxy 2.6 \
-             or later to check deploy/'s configurations"
-        );
-    });
-}
-
 /// `haproxy -c` of a configuration, with the environment a pod gives it.
 fn haproxy_check(path: &Path) -> Output {
-    haproxy();
-    Command::new("haproxy")
+    Command::new(crate::common::haproxy())
         .arg("-c")
         .arg("-f")
         .arg(path)

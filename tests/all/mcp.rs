@@ -171,6 +171,11 @@ fn legacy_scenario(script: &str, scenario: &str) {
 /// Runs `tests/mcp_client/SCRIPT ARGS…` against the binary with `client` (`auto`: the
 /// SDK's `Client`; `legacy`: `ClientSession.initialize()`).
 pub(crate) fn scenario_with(script: &str, args: &[&str], client: &str) {
+    scenario_with_env(script, args, client, &[]);
+}
+
+/// [`scenario_with`], with more environment for the script.
+pub(crate) fn scenario_with_env(script: &str, args: &[&str], client: &str, env: &[(&str, &str)]) {
     let scenario = args.join(" ");
     // Fetch and compile the runtimes first, so the binary finds them cached.
     common::runbox();
@@ -184,6 +189,7 @@ pub(crate) fn scenario_with(script: &str, args: &[&str], client: &str) {
         .env("RUNBOX_TEST_RUNTIMES", runtimes_json())
         .env("RUNBOX_TEST_CLIENT", client)
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("start the Python client");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -3,47 +3,27 @@
 //! `deploy/haproxy/generate`, driven through the balancer by the MCP Python SDK in both
 //! of its modes (tests/mcp_client/scale_out.py).
 
-use std::process::Command;
+use crate::common;
+use crate::mcp::scenario_with_env;
 
-use crate::mcp::scenario_with;
-
-/// HAProxy from Debian, installed with apt-get when it is missing (said, never skipped).
-fn haproxy() {
-    if Command::new("haproxy").arg("-v").output().is_ok() {
-        return;
-    }
-    eprintln!("scale_out: HAProxy is missing; installing it with apt-get (Debian's haproxy)");
-    let status = Command::new("apt-get")
-        .args(["install", "-y", "--no-install-recommends", "haproxy"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .expect("run apt-get");
-    if !status.success() {
-        // The package lists may be missing on a fresh machine.
-        let update = Command::new("apt-get").arg("update").status();
-        assert!(update.is_ok_and(|s| s.success()), "apt-get update failed");
-        let status = Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "haproxy"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .expect("run apt-get");
-        assert!(status.success(), "apt-get install haproxy failed");
-    }
-    let version = Command::new("haproxy").arg("-v").output();
-    assert!(
-        version.is_ok_and(|v| v.status.success()),
-        "haproxy does not run after apt-get installed it"
+/// The cluster scenario with `client` ("auto" or "legacy"), HAProxy installed first.
+fn cluster(client: &str) {
+    let haproxy = common::haproxy();
+    let haproxy = haproxy.to_str().expect("a UTF-8 path");
+    scenario_with_env(
+        "scale_out.py",
+        &["cluster"],
+        client,
+        &[("RUNBOX_HAPROXY", haproxy)],
     );
 }
 
 #[test]
 fn a_cluster_behind_haproxy_with_the_default_client() {
-    haproxy();
-    scenario_with("scale_out.py", &["cluster"], "auto");
+    cluster("auto");
 }
 
 #[test]
 fn a_cluster_behind_haproxy_with_handshake_era_clients() {
-    haproxy();
-    scenario_with("scale_out.py", &["cluster"], "legacy");
+    cluster("legacy");
 }

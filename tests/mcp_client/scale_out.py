@@ -30,6 +30,8 @@ from harness import (CLIENT, HttpServer, check_tool_error, http_session, main,
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GENERATE = os.path.join(REPO, "deploy", "haproxy", "generate")
+# Where tests/all/scale_out.rs found (or installed) HAProxy.
+HAPROXY = os.environ.get("RUNBOX_HAPROXY", "haproxy")
 IDS = ["r0", "r1", "r2"]
 WORK = tempfile.mkdtemp(prefix="runbox-scale-out-")
 
@@ -60,7 +62,7 @@ class Balancer:
             f.write(config)
         # Its log (one line per request, with the replica it went to) is shown on failure.
         self.log = os.path.join(WORK, "haproxy.log")
-        self.proc = subprocess.Popen(["haproxy", "-db", "-f", path],
+        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", path],
                                      stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.wait_for(lambda s: all(s.get(rid) == "UP" for rid in replicas), "all replicas UP")
