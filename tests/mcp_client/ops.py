@@ -289,6 +289,15 @@ async def other_replicas_handles():
                 "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "ops", "version": "0"}}})
         assert init.headers["mcp-session-id"].startswith("r0."), init.headers
+        # Ending it is a success a client recognises (200 or 204), and it is gone after.
+        ended = httpx2.delete(server.url, headers={
+            "Mcp-Session-Id": init.headers["mcp-session-id"]})
+        assert ended.status_code == 204, ended
+        again = httpx2.post(server.url, headers={
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Session-Id": init.headers["mcp-session-id"]},
+            json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert again.status_code == 404, again
         foreign = httpx2.post(server.url, headers={
             "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "r1.8b4f5fd6-cec3-4287-9688-0330e4fdb7e3"},
             json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})

@@ -182,6 +182,15 @@ struct HeadParams {
 /// answers itself what rmcp would answer as a server-sent event (a handshake-era
 /// `resources/read`) or refuse late (an `initialize` past the session cap).
 async fn screen_body(State(screen): State<Screen>, request: Request, next: Next) -> Response {
+    if request.method() == Method::DELETE {
+        // rmcp ends the session and says 202; clients (the Python SDK) take only 200 or
+        // 204 for success and warn "Session termination failed: 202".
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return response;
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
