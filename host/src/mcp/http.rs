@@ -316,7 +316,7 @@ pub async fn serve(
         server.server_memory(),
     ));
     let ops = Ops::new(server.clone(), sessions.clone());
-    let server_replica = server.runbox().replica().id().map(str::to_string);
+    let replica = server.runbox().replica().id().is_some();
     let app = router(
         server,
         intake,
@@ -333,7 +333,6 @@ pub async fn serve(
     ready(&format!("http://{local}{PATH}"));
     tokio::spawn({
         let shutdown = shutdown.clone();
-        let replica = server_replica.is_some();
         async move {
             stop_signal().await;
             let grace = if replica { DRAIN_GRACE } else { Duration::ZERO };
@@ -421,7 +420,7 @@ async fn drain(ops: &Ops, timeout: Duration, grace: Duration) {
     } else {
         tracing::warn!(
             "stopping with work under way (drain timeout {} s or a second signal): its \
-             runs end cancelled",
+             runs end terminated, their calls answered",
             timeout.as_secs_f64()
         );
         ops.stop_runs();
