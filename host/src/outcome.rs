@@ -56,6 +56,8 @@ pub struct RunOutcome {
     /// The call's reservation in the server's budget (its payload, its output, what it
     /// takes to present it), held until the outcome is dropped.
     pub held: Held,
+    /// What a resumed session lost (see `session/durable.rs`), said once.
+    pub notice: Option<String>,
 }
 
 impl RunOutcome {
@@ -118,6 +120,7 @@ mod tests {
             files: Vec::new(),
             memory_refused: false,
             held: Held::default(),
+            notice: None,
         };
         let text = format!("{out:?}");
         assert!(text.len() < 2000, "{}", text.len());

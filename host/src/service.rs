@@ -62,7 +62,8 @@ use crate::sandbox::linker::{plugin_linker, tool_linker};
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
 use crate::scratch::{ScratchError, ScratchRoot};
-use crate::session::{Session, SessionError, Sessions};
+use crate::session::store::{SessionStore, StoreSettings};
+use crate::session::{Durability, Session, SessionError, Sessions};
 use crate::wit::exports::runbox::plugin::runtime;
 
 /// Sessions open at once, by default.
@@ -122,6 +123,10 @@ pub struct RunboxOptions {
     pub connections: usize,
     /// This server's name among replicas, which every handle it mints starts with.
     pub replica: Replica,
+    /// Where sessions are stored when they hibernate (`None`: they live in memory only).
+    pub session_store: Option<StoreSettings>,
+    /// An idle session hibernates after this long (with a session store).
+    pub session_hibernate_after: Duration,
 }
 
 impl Default for RunboxOptions {
@@ -141,9 +146,14 @@ impl Default for RunboxOptions {
             session_idle_timeout: DEFAULT_SESSION_IDLE,
             connections: 0,
             replica: Replica::default(),
+            session_store: None,
+            session_hibernate_after: DEFAULT_HIBERNATE_AFTER,
         }
     }
 }
+
+/// An idle session hibernates after this long, by default (with a session store).
+pub const DEFAULT_HIBERNATE_AFTER: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -159,6 +169,8 @@ pub enum StartError {
     Scratch(#[from] ScratchError),
     #[error("cannot find the runbox executable (to compile produced programs): {0}")]
     Executable(std::io::Error),
+    #[error("cannot open the session store at {dir}: {error}")]
+    SessionStore { dir: String, error: std::io::Error },
 }
 
 /// The runtimes and everything their runs share.
@@ -288,6 +300,20 @@ impl Runbox {
             prestarts: Default::default(),
             metrics: Default::default(),
         };
+        let durability = match options.session_store {
+            Some(settings) => {
+                let dir = settings.dir.display().to_string();
+                let max_entry_bytes = settings.max_entry_bytes;
+                let store = SessionStore::open(settings, &options.replica.describe())
+                    .map_err(|error| StartError::SessionStore { dir, error })?;
+                Some(Durability {
+                    store: Arc::new(store),
+                    hibernate_after: options.session_hibernate_after,
+                    max_entry_bytes,
+                })
+            }
+            None => None,
+        };
         let runbox = Runbox {
             plugins,
             runner: Arc::new(runner),
@@ -295,6 +321,7 @@ impl Runbox {
                 options.max_sessions,
                 options.session_idle_timeout,
                 options.replica.clone(),
+                durability,
             ),
             replica: options.replica,
         };
@@ -407,9 +434,21 @@ impl Runbox {
         cancel: CancellationToken,
     ) -> Result<RunOutcome, CallError> {
         let limits = self.runner.limits.resolve(&request.limits)?;
-        if let Some(id) = &request.session_id {
-            let session = self.session_for(id, &request.runtime)?;
-            return Ok(session.run(&self.runner, request, limits, cancel).await?);
+        if let Some(id) = request.session_id.clone() {
+            // A session stored while the call waited for it is looked up again, once
+            // (only a durable session is ever stored: only then is the request copied).
+            let session = self.session_for(&id, &request.runtime).await?;
+            let again = self.sessions.is_durable().then(|| request.clone());
+            let first = session
+                .run(&self.runner, request, limits, cancel.clone())
+                .await;
+            return match (first, again) {
+                (Err(RunError::SessionMoved), Some(request)) => {
+                    let session = self.session_for(&id, &request.runtime).await?;
+                    Ok(session.run(&self.runner, request, limits, cancel).await?)
+                }
+                (done, _) => Ok(done?),
+            };
         }
         let slot = self.slot(&request.runtime)?;
         // Admitted first (a queue place, its memory), then waiting for a runtime still
@@ -458,15 +497,40 @@ impl Runbox {
         self.sessions.close_all();
     }
 
-    /// The session `id`, checked against the `runtime` a call names (empty: any).
-    fn session_for(&self, id: &str, runtime: &str) -> Result<Arc<Session>, SessionError> {
-        let session = self.sessions.get(id)?;
+    /// The session `id`, checked against the `runtime` a call names (empty: any);
+    /// resumed from the session store when it is there.
+    async fn session_for(&self, id: &str, runtime: &str) -> Result<Arc<Session>, CallError> {
+        let session = match self.sessions.get(id) {
+            Ok(session) => session,
+            Err(not_open) => match self.sessions.stored_entry(id).await? {
+                None => return Err(not_open.into()),
+                Some((entry, gate)) => {
+                    let plugin = match self.plugins.contains_key(&entry.runtime) {
+                        true => {
+                            self.plugin(&entry.runtime, self.runner.limits.default_timeout)
+                                .await?
+                        }
+                        false => {
+                            return Err(SessionError::NoRuntime {
+                                id: id.to_string(),
+                                runtime: entry.runtime,
+                            }
+                            .into())
+                        }
+                    };
+                    self.sessions
+                        .resume(entry, gate, &self.runner, plugin)
+                        .await?
+                }
+            },
+        };
         if !runtime.is_empty() && runtime != session.runtime {
             return Err(SessionError::WrongRuntime {
                 id: id.to_string(),
                 runtime: session.runtime.clone(),
                 asked: runtime.to_string(),
-            });
+            }
+            .into());
         }
         Ok(session)
     }

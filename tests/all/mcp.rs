@@ -908,6 +908,7 @@ async fn in_process_run_code() {
             files: Vec::new(),
             session_id: None,
             output_uri: None,
+            notice: None,
         }
     );
     assert_eq!(text(&result), out.to_text());

@@ -23,7 +23,13 @@ use runbox::mcp::tasks::{
 };
 use runbox::mcp::Transport;
 use runbox::replica::Replica;
-use runbox::service::{LimitSettings, RunboxOptions, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE};
+use runbox::service::{
+    LimitSettings, RunboxOptions, DEFAULT_HIBERNATE_AFTER, DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_IDLE,
+};
+use runbox::session::store::{
+    StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
+};
 
 use super::limits::{seconds, LimitArgs};
 use super::GlobalArgs;
@@ -108,6 +114,28 @@ pub struct McpArgs {
         default_value_t = DEFAULT_SESSION_IDLE.as_secs_f64()
     )]
     pub session_idle_timeout: f64,
+    /// Keep sessions in this directory when they hibernate, and when the server stops, so
+    /// that they survive a restart and move between replicas that share it
+    /// (docs/mcp.md, "Durable sessions"). Without it, sessions live in memory only.
+    #[arg(long, env = "RUNBOX_SESSION_STORE", value_name = "DIR")]
+    pub session_store: Option<PathBuf>,
+    /// With --session-store: a session idle for this many seconds is stored and its
+    /// memory freed; its next call resumes it. Only sessions in memory count against
+    /// --max-sessions (when it is reached, the least recently used idle one is stored).
+    #[arg(long, env = "RUNBOX_SESSION_HIBERNATE_AFTER", value_name = "SECS", default_value_t = DEFAULT_HIBERNATE_AFTER.as_secs_f64())]
+    pub session_hibernate_after: f64,
+    /// With --session-store: the most sessions it keeps; storing one more fails (the
+    /// session then stays in memory).
+    #[arg(long, env = "RUNBOX_MAX_STORED_SESSIONS", value_name = "N", default_value_t = DEFAULT_MAX_STORED)]
+    pub max_stored_sessions: usize,
+    /// With --session-store: a stored session is removed this many seconds after it was
+    /// stored.
+    #[arg(long, env = "RUNBOX_SESSION_TTL", value_name = "SECS", default_value_t = DEFAULT_STORED_TTL.as_secs_f64())]
+    pub session_ttl: f64,
+    /// With --session-store: the most one stored session may hold, in MiB (its files and
+    /// the journal of its calls).
+    #[arg(long, env = "RUNBOX_MAX_STORED_SESSION_MB", value_name = "N", default_value_t = DEFAULT_MAX_ENTRY_BYTES >> 20)]
+    pub max_stored_session_mb: u64,
     /// Output a result shows per stream, in bytes: past it, the head and the tail with a
     /// marker between them (the whole output is linked, see --resource-ttl).
     #[arg(long, env = "RUNBOX_SHOWN_OUTPUT_BYTES", value_name = "BYTES", default_value_t = DEFAULT_SHOWN_BYTES)]
@@ -173,6 +201,11 @@ impl Default for McpArgs {
             max_compiles: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE.as_secs_f64(),
+            session_store: None,
+            session_hibernate_after: DEFAULT_HIBERNATE_AFTER.as_secs_f64(),
+            max_stored_sessions: DEFAULT_MAX_STORED,
+            session_ttl: DEFAULT_STORED_TTL.as_secs_f64(),
+            max_stored_session_mb: DEFAULT_MAX_ENTRY_BYTES >> 20,
             shown_output_bytes: DEFAULT_SHOWN_BYTES,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             resource_ttl: DEFAULT_RESOURCE_TTL.as_secs_f64(),
@@ -186,6 +219,15 @@ impl Default for McpArgs {
             drain_timeout: DEFAULT_DRAIN_TIMEOUT.as_secs_f64(),
         }
     }
+}
+
+/// `--session-ttl`: longer than other durations, up to 30 days.
+fn stored_ttl(secs: f64) -> Result<std::time::Duration> {
+    const MAX: f64 = 30.0 * 86_400.0;
+    if !(secs > 0.0 && secs <= MAX) {
+        bail!("--session-ttl must be a number of seconds above 0 and at most {MAX}, not {secs}");
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 impl McpArgs {
@@ -229,6 +271,25 @@ impl McpArgs {
             bail!("--max-compiles must be at least 1");
         }
         let session_idle_timeout = seconds("--session-idle-timeout", self.session_idle_timeout)?;
+        let session_hibernate_after =
+            seconds("--session-hibernate-after", self.session_hibernate_after)?;
+        let session_store = match &self.session_store {
+            None => None,
+            Some(dir) => {
+                if self.max_stored_sessions == 0 {
+                    bail!("--max-stored-sessions must be at least 1");
+                }
+                if self.max_stored_session_mb == 0 {
+                    bail!("--max-stored-session-mb must be at least 1");
+                }
+                Some(StoreSettings {
+                    dir: dir.clone(),
+                    max_entries: self.max_stored_sessions,
+                    ttl: stored_ttl(self.session_ttl)?,
+                    max_entry_bytes: self.max_stored_session_mb.saturating_mul(1 << 20),
+                })
+            }
+        };
         Ok(RunboxOptions {
             // Each HTTP connection holds a descriptor the runs must not count on.
             connections: if self.http.is_some() {
@@ -244,6 +305,8 @@ impl McpArgs {
             only,
             max_sessions: self.max_sessions,
             session_idle_timeout,
+            session_store,
+            session_hibernate_after,
             replica: Replica::new(self.replica_id.as_deref())?,
             ..defaults
         })

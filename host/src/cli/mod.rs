@@ -97,7 +97,7 @@ pub enum Command {
     #[command(subcommand)]
     Plugins(PluginsCommand),
     /// Serve MCP (the `run_code` tool) on stdio, or on streamable HTTP with --http.
-    Mcp(mcp::McpArgs),
+    Mcp(Box<mcp::McpArgs>),
     /// (internal) Compile one produced program read from stdin, in a child process the
     /// server limits: see `sandbox/program.rs`.
     #[command(name = "__compile-program", hide = true)]
@@ -189,7 +189,7 @@ pub async fn main(cli: Cli) -> Result<u8> {
             plugins::fetch(&cli.global, names).await
         }
         Command::Plugins(PluginsCommand::Test { names }) => plugins::test(&cli.global, names).await,
-        Command::Mcp(args) => mcp::command(&cli.global, args).await.map(|()| 0),
+        Command::Mcp(args) => mcp::command(&cli.global, *args).await.map(|()| 0),
         Command::CompileProgram { compiler, output } => Ok(u8::try_from(
             runbox::sandbox::program::compile_program_child(compiler, &output),
         )

@@ -92,6 +92,7 @@ pub fn run_result(
         duration,
         output,
         files,
+        notice,
         ..
     } = outcome;
     let output = Arc::new(output);
@@ -114,6 +115,7 @@ pub fn run_result(
         files: Vec::new(),
         session_id,
         output_uri: None,
+        notice,
     };
     // Kept whenever a stream is not shown whole (or might not be, after the fit pass).
     let long = shows_less(&output, limits.shown_bytes);

@@ -427,7 +427,7 @@ async fn drain(ops: &Ops, timeout: Duration, grace: Duration) {
     }
 }
 
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

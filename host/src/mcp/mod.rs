@@ -76,7 +76,16 @@ pub async fn serve(
         }
         Transport::Stdio => {
             serving("on stdio");
-            stdio::serve_stdio(server.clone(), intake).await
+            tokio::select! {
+                served = stdio::serve_stdio(server.clone(), intake) => served,
+                // Stopped by a signal rather than by the client: runs under way end
+                // (terminated) and, with a session store, the sessions are stored.
+                _ = http::stop_signal() => {
+                    tracing::info!("stopping on a signal");
+                    server.stop_runs();
+                    Ok(())
+                }
+            }
         }
     };
     server.cancel_tasks();

@@ -121,6 +121,13 @@ impl Ops {
         while self.answering.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // With a session store, every session is stored now, while the balancer is
+        // still told 503 (and retries elsewhere): a call for one of them after this
+        // resumes it on another replica.
+        let runbox = self.server.runbox().clone();
+        if runbox.sessions().is_durable() {
+            let _ = tokio::task::spawn_blocking(move || runbox.close_all_sessions()).await;
+        }
     }
 
     /// Waits until nothing is under way, then a little longer when tasks finished

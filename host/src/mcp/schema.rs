@@ -182,6 +182,11 @@ pub struct RunCodeOutput {
     /// Where `resources/read` gets the whole output for a while after the run, when the
     /// result shows only part of it; else null.
     pub output_uri: Option<String>,
+    /// What a session lost when it was resumed from the session store (work of a replica
+    /// that stopped without storing it, or state that could not be rebuilt exactly);
+    /// given once, in the first result after the resume, and absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 impl RunCodeOutput {
@@ -197,6 +202,9 @@ impl RunCodeOutput {
         }
         if self.truncated {
             text.push_str("\nnote: the output cap stopped the program");
+        }
+        if let Some(notice) = &self.notice {
+            text.push_str(&format!("\nnotice: {}", one_line(notice)));
         }
         text.push_str(&format!("\nduration: {} ms\n", self.duration_ms));
         for (name, stream) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
@@ -707,6 +715,7 @@ mod tests {
             files: Vec::new(),
             session_id: None,
             output_uri: None,
+            notice: None,
         };
         assert_eq!(
             out.to_text(),
@@ -739,6 +748,7 @@ mod tests {
             ],
             session_id: None,
             output_uri: None,
+            notice: None,
         };
         assert_eq!(
             timeout.to_text(),

@@ -184,6 +184,7 @@ impl Deriver<'_> {
             disk: DiskBudget::new(DERIVE_SCRATCH_BYTES, 100_000),
             new_programs: Default::default(),
             resources_per_store: crate::sandbox::store::MAX_RESOURCES_PER_STORE,
+            journal: None,
         });
         let args = args.to_vec();
         // Its own thread and runtime: preparation may run inside a caller's runtime.

@@ -57,6 +57,9 @@ pub struct LoadedPlugin {
     pub tools: Arc<HashMap<String, Tool>>,
     pub mounts: Arc<Vec<Mount>>,
     pub settings: Arc<Vec<(String, Vec<String>)>>,
+    /// What the plugin is made of (its component, tools, mounts and settings), as a
+    /// digest: a stored session is rebuilt only on the very same plugin.
+    pub identity: String,
 }
 
 /// Whether a plugin's pieces are already on disk, for `runbox runtimes`.
@@ -150,6 +153,16 @@ pub fn load_plugin(
         ));
     }
     let key = component_key(&component_bytes);
+    let mut identity = Sha256::new();
+    identity.update(key.as_bytes());
+    identity.update(transform_fingerprint().as_bytes());
+    identity.update(
+        format!(
+            "{:?}{:?}{:?}{:?}",
+            spec.tools, spec.mounts, spec.derived, spec.settings
+        )
+        .as_bytes(),
+    );
     let step = (!engine.is_compiled(CompiledKind::Plugin, &spec.name, &key)).then(|| {
         progress.step(format!(
             "compiling {} plugin component (first run only)…",
@@ -268,6 +281,7 @@ pub fn load_plugin(
         session_exports,
         tools,
         mounts: Arc::new(mounts),
+        identity: hex::encode(identity.finalize()),
     })
 }
 

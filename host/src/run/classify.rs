@@ -70,6 +70,7 @@ pub fn classify(
         files: Vec::new(),
         memory_refused: run.memory.was_exceeded() || run.memory.parent_was_exceeded(),
         held: Default::default(),
+        notice: None,
     }
 }
 

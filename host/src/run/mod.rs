@@ -64,6 +64,7 @@ impl Runner {
         plugin: &LoadedPlugin,
         memory_bytes: usize,
         scratch: PathBuf,
+        journal: Option<crate::session::Journal>,
     ) -> Arc<Sandbox> {
         Arc::new(Sandbox {
             engine: self.engine.clone(),
@@ -77,6 +78,7 @@ impl Runner {
             disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
             new_programs: Default::default(),
             resources_per_store: self.resources_per_store,
+            journal,
         })
     }
 
@@ -170,7 +172,7 @@ impl Runner {
             }
             None => {
                 let scratch = self.scratch.next_run_dir();
-                let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone());
+                let sandbox = self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone(), None);
                 let call = fresh_instance_call(PluginCall::Run(request));
                 self.call(site(sandbox, Some(scratch)), plugin.clone(), call, |_| {})
                     .await?
@@ -199,7 +201,7 @@ impl Runner {
         let name = plugin.spec.name.clone();
         let scratch = self.scratch.next_run_dir();
         let site = CallSite {
-            sandbox: self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone()),
+            sandbox: self.new_sandbox(&plugin, limits.memory_bytes, scratch.clone(), None),
             fresh_scratch: Some(scratch),
             limits,
             cancel,

@@ -127,7 +127,7 @@ async fn start(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Warm> {
     let path = runner.scratch.next_run_dir();
     let dir = RunDir::create(&path)?;
     let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
-    let sandbox = runner.new_sandbox(plugin, memory, path);
+    let sandbox = runner.new_sandbox(plugin, memory, path, None);
     let deadline = Instant::now() + runner.limits.default_timeout;
     sandbox.begin_call();
     let until = tokio::time::Instant::from_std(deadline);

@@ -82,6 +82,10 @@ pub enum RunError {
     /// An input file breaks a rule (its path, its encoding, a cap).
     #[error(transparent)]
     Files(#[from] FileError),
+    /// The session was stored (it hibernated) while the call waited for it: the caller
+    /// looks it up again and runs the call there.
+    #[error("the session was stored while the call waited; call again")]
+    SessionMoved,
 }
 
 impl From<ZeroTimeout> for RunError {

@@ -62,6 +62,8 @@ pub struct Sandbox {
     pub new_programs: Mutex<Vec<PathBuf>>,
     /// Resources (descriptors, streams, …) each of its stores may hold.
     pub resources_per_store: usize,
+    /// A durable session's journal: its stores draw randomness and time through it.
+    pub journal: Option<crate::session::Journal>,
 }
 
 impl Sandbox {

@@ -99,6 +99,14 @@ pub fn new_store(
     // hello from ~2.2 s to ~1.4 s. It is safe because every run has a thread of its own
     // (see `run_thread.rs`): a slow syscall stalls only the run that made it.
     b.allow_blocking_current_thread(true);
+    if let Some(journal) = &run.journal {
+        // A durable session: what its programs learn from outside is kept for a replay.
+        b.secure_random(journal.random())
+            .insecure_random(journal.random())
+            .insecure_random_seed(journal.seed())
+            .wall_clock(journal.wall_clock())
+            .monotonic_clock(journal.monotonic_clock());
+    }
     b.preopened_dir(&run.scratch, "/", FsPerms::ReadWrite)?;
     for m in run.mounts.iter() {
         b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;

@@ -9,16 +9,24 @@
 //! parallel. A call that does not complete drops the instance (the state is reset, the
 //! files stay). A session ends when it is closed, after `idle` without calls, or when
 //! the server stops; its files go with it.
+//!
+//! With a session store (`--session-store`), a session is also durable: `durable.rs`
+//! keeps what it takes to rebuild it elsewhere, `store.rs` where it is kept.
 
+mod durable;
+mod journal;
 mod registry;
+pub mod store;
+mod stored;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use registry::{SessionError, Sessions};
+pub use journal::Journal;
+pub use registry::{Durability, SessionError, Sessions};
 
 use crate::limits::RunLimits;
 use crate::outcome::{RunOutcome, RunStatus};
@@ -41,16 +49,30 @@ pub struct Session {
     last_used: Mutex<Instant>,
     /// Calls under way or waiting (the session does not expire meanwhile).
     busy: AtomicUsize,
+    /// Set when the session was stored and left this process: a call that still holds
+    /// it looks it up again (see [`RunError::SessionMoved`]).
+    retired: AtomicBool,
+    /// What rebuilds it from the store; `None` without a store.
+    history: Option<Mutex<durable::History>>,
+    /// Said once, in the next result: what resuming it lost.
+    notice: Mutex<Option<String>>,
     /// Removed when the session is dropped (after its last call).
     _dir: RunDir,
 }
 
 impl Session {
-    fn new(id: String, runner: &Runner, plugin: Arc<LoadedPlugin>) -> std::io::Result<Session> {
+    /// A new session; `durable` keeps its history for the session store.
+    fn new(
+        id: String,
+        runner: &Runner,
+        plugin: Arc<LoadedPlugin>,
+        durable: bool,
+    ) -> std::io::Result<Session> {
         let path = runner.scratch.next_session_dir();
         let dir = RunDir::create(&path)?;
         let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
-        let sandbox = runner.new_sandbox(&plugin, memory, path);
+        let journal = durable.then(Journal::default);
+        let sandbox = runner.new_sandbox(&plugin, memory, path, journal);
         Ok(Session {
             id,
             runtime: plugin.spec.name.clone(),
@@ -59,6 +81,9 @@ impl Session {
             live: Arc::default(),
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
+            retired: AtomicBool::new(false),
+            history: durable.then(|| Mutex::new(durable::History::new())),
+            notice: Mutex::default(),
             _dir: dir,
         })
     }
@@ -87,6 +112,33 @@ impl Session {
         limits: RunLimits,
         cancel: CancellationToken,
     ) -> Result<RunOutcome, RunError> {
+        let pending = self
+            .history
+            .is_some()
+            .then(|| durable::PendingCall::of(&request));
+        let mut outcome = self.run_call(runner, request, limits, cancel, None).await?;
+        if let (Some(history), Some(pending)) = (&self.history, pending) {
+            // The interpreter is gone when the call did not complete and none is kept
+            // (a call cancelled before it started leaves it).
+            let reset = outcome.status != RunStatus::Completed
+                && self.live.try_lock().map_or(true, |live| live.is_none());
+            self.lock_history(history)
+                .after_call(pending, &outcome, reset, self);
+        }
+        outcome.notice = self.notice.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Ok(outcome)
+    }
+
+    /// Runs `request` after the calls before it: a live call, or (`replay`) one call of
+    /// its history again, drawing what it drew then.
+    async fn run_call(
+        self: &Arc<Self>,
+        runner: &Runner,
+        request: RunRequest,
+        limits: RunLimits,
+        cancel: CancellationToken,
+        replay: Option<journal::Draws>,
+    ) -> Result<RunOutcome, RunError> {
         let _busy = Busy::new(self);
         if let Some(watch) = &request.watch {
             watch.attach(&self.sandbox.output);
@@ -102,9 +154,20 @@ impl Session {
             live = self.live.clone().lock_owned() => live,
             _ = cancel.cancelled() => return Ok(cancelled_before_start()),
         };
+        if self.retired.load(Ordering::SeqCst) {
+            // Stored while this call waited: it runs where the session is now.
+            return Err(RunError::SessionMoved);
+        }
         let Some(slot) = runner.admission.slot(&mut ticket, &cancel).await else {
             return Ok(cancelled_before_start());
         };
+        let replaying = self.sandbox.journal.is_some() && replay.is_some();
+        if let Some(journal) = &self.sandbox.journal {
+            match replay {
+                Some(draws) => journal.replay(draws),
+                None => journal.record(),
+            }
+        }
         let site = CallSite {
             sandbox: self.sandbox.clone(),
             fresh_scratch: None,
@@ -115,7 +178,8 @@ impl Session {
             ticket: Some(ticket),
             watch: None,
             span: run_span(&self.runtime, Some(&self.id)),
-            counted_as: Some(self.runtime.clone()),
+            // A replay is not a run anyone asked for.
+            counted_as: (!replaying).then(|| self.runtime.clone()),
         };
         let plugin = self.plugin.clone();
         let kept = live.take();

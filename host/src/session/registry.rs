@@ -1,18 +1,24 @@
 //! The open sessions: their ids, the cap on how many, idle expiry, and what became of
-//! the ids that ended.
+//! the ids that ended; with a session store, hibernation (an idle session is stored and
+//! its memory freed) and resumption (a stored session is rebuilt at its next call, here
+//! or on any replica sharing the store).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::store::{SessionStore, StoreError, Taken};
+use super::stored::StoredSession;
 use super::Session;
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
-use crate::run::Runner;
+use crate::run::{RunError, Runner};
 
 /// How many ended ids are remembered, to say why a call for one is refused.
 const REMEMBERED_ENDINGS: usize = 4096;
+/// How long a stopping server waits for a session's call to let go before storing it.
+const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a session could not be used or made.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -41,6 +47,23 @@ pub enum SessionError {
     OtherReplica(#[from] OtherReplica),
     #[error("{here} is draining before it stops and takes no new sessions; call create_session again: a balancer sends it to another replica (a client whose MCP connection is held by this replica must reconnect first)")]
     Draining { here: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the stored session `{id}` ran on another version of the `{runtime}` runtime than this server has, and cannot be rebuilt on this one; call create_session to make a new one")]
+    OtherPlugin { id: String, runtime: String },
+    #[error("the stored session `{id}` runs `{runtime}`, which this server does not offer; call create_session to make a new one")]
+    NoRuntime { id: String, runtime: String },
+    #[error("the stored session `{id}` could not be resumed: {why}")]
+    Resume { id: String, why: String },
+}
+
+/// A session store and when sessions go there.
+pub struct Durability {
+    pub store: Arc<SessionStore>,
+    /// An idle session is stored after this long without calls.
+    pub hibernate_after: Duration,
+    /// The most bytes of file contents one stored session may hold.
+    pub max_entry_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +82,9 @@ struct Inner {
     replica: Replica,
     /// Set when the server drains: no new sessions.
     draining: AtomicBool,
+    durability: Option<Durability>,
+    /// One lock per session id being stored or resumed, so that the two never overlap.
+    gates: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
 }
 
 /// The server's sessions.
@@ -67,7 +93,16 @@ pub struct Sessions(Arc<Inner>);
 impl Sessions {
     /// At most `max` open at once, each ending after `idle` without calls (checked by a
     /// thread of its own).
-    pub fn new(max: usize, idle: Duration, replica: Replica) -> Sessions {
+    pub fn new(
+        max: usize,
+        idle: Duration,
+        replica: Replica,
+        durability: Option<Durability>,
+    ) -> Sessions {
+        let tick = match &durability {
+            Some(d) => idle.min(d.hibernate_after),
+            None => idle,
+        };
         let inner = Arc::new(Inner {
             open: Mutex::default(),
             ended: Mutex::default(),
@@ -75,9 +110,21 @@ impl Sessions {
             idle,
             replica,
             draining: AtomicBool::new(false),
+            durability,
+            gates: Mutex::default(),
         });
-        start_reaper(Arc::downgrade(&inner), idle);
+        start_reaper(Arc::downgrade(&inner), tick);
         Sessions(inner)
+    }
+
+    /// Whether sessions go to a session store.
+    pub fn is_durable(&self) -> bool {
+        self.0.durability.is_some()
+    }
+
+    /// Sessions in the session store (hibernated, or left by other replicas).
+    pub fn stored(&self) -> usize {
+        self.0.durability.as_ref().map_or(0, |d| d.store.len())
     }
 
     pub fn idle_timeout(&self) -> Duration {
@@ -117,16 +164,101 @@ impl Sessions {
                 here: self.0.replica.describe(),
             });
         }
+        self.0.make_room()?;
+        let id = self.0.replica.mint();
+        let session = Session::new(id.clone(), runner, plugin, self.is_durable())
+            .map_err(|e| SessionError::Scratch(e.to_string()))?;
+        let session = Arc::new(session);
         let mut open = self.0.open();
         if open.len() >= self.0.max {
             return Err(SessionError::TooMany { max: self.0.max });
         }
-        let id = self.0.replica.mint();
-        let session = Session::new(id.clone(), runner, plugin)
-            .map_err(|e| SessionError::Scratch(e.to_string()))?;
-        let session = Arc::new(session);
         open.insert(id, session.clone());
         Ok(session)
+    }
+
+    /// The stored session `id`, if the store holds it (checked, not yet resumed), with
+    /// the lock that keeps anyone else from storing or resuming it meanwhile. `None`
+    /// when there is no store or no such entry.
+    pub async fn stored_entry(
+        &self,
+        id: &str,
+    ) -> Result<Option<(StoredSession, tokio::sync::OwnedMutexGuard<()>)>, SessionError> {
+        let Some(durability) = &self.0.durability else {
+            return Ok(None);
+        };
+        if !durability.store.contains(id) {
+            return Ok(None);
+        }
+        let gate = self.0.gate(id).lock_owned().await;
+        Ok(durability.store.read(id)?.map(|entry| (entry, gate)))
+    }
+
+    /// Rebuilds the stored session `entry` on `plugin` (its runtime here) and opens it.
+    /// `gate` is [`Sessions::stored_entry`]'s lock. When the session was already resumed
+    /// meanwhile (another call got the gate first), that one is returned.
+    pub async fn resume(
+        &self,
+        entry: StoredSession,
+        gate: tokio::sync::OwnedMutexGuard<()>,
+        runner: &Runner,
+        plugin: Arc<LoadedPlugin>,
+    ) -> Result<Arc<Session>, SessionError> {
+        let id = entry.id.clone();
+        if let Some(session) = self.0.open().get(&id) {
+            return Ok(session.clone());
+        }
+        if plugin.identity != entry.plugin {
+            return Err(SessionError::OtherPlugin {
+                id,
+                runtime: entry.runtime,
+            });
+        }
+        let durability = self
+            .0
+            .durability
+            .as_ref()
+            .expect("a stored entry has a store");
+        self.0.make_room()?;
+        let started = Instant::now();
+        let (calls, stored_ms) = (entry.calls.len(), entry.stored_ms);
+        let session = Session::resume(entry, runner, plugin)
+            .await
+            .map_err(|e: RunError| SessionError::Resume {
+                id: id.clone(),
+                why: e.to_string(),
+            })?;
+        if let Taken::Abandoned { by } = durability.store.take(&id)? {
+            let ago = super::store::now_ms().saturating_sub(stored_ms) / 1000;
+            session.add_notice(format!(
+                "This session was resumed from the session store as it was stored {ago} s \
+                 ago: the server that had it since ({by}) stopped without storing it, so \
+                 what calls there changed after that (variables, files) was lost."
+            ));
+        }
+        tracing::info!(session = %id, calls, ms = started.elapsed().as_millis() as u64, "session resumed from the store");
+        self.0.open().insert(id, session.clone());
+        drop(gate);
+        Ok(session)
+    }
+
+    /// Stores every session and frees it (the server is stopping). Those that cannot be
+    /// stored end.
+    pub fn hibernate_all(&self) {
+        // A call being stopped still holds its session for a moment: wait for it.
+        let deadline = Instant::now() + STOP_WAIT;
+        let mut left: Vec<String> = self.0.open().keys().cloned().collect();
+        loop {
+            left.retain(|id| self.0.open().contains_key(id) && !self.0.hibernate(id, true));
+            if left.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for id in left {
+            tracing::warn!(session = %id, "the session could not be stored before the server stopped");
+            self.0.end(&id, Ending::ShutDown);
+        }
     }
 
     /// The open session `id`, for a call (it does not expire while the call holds it:
@@ -152,16 +284,30 @@ impl Sessions {
         })
     }
 
-    /// Ends session `id` (a call under way finishes first); its files are removed.
+    /// Ends session `id` (a call under way finishes first); its files are removed, and
+    /// so is its entry in the session store.
     pub fn close(&self, id: &str) -> Result<(), SessionError> {
-        self.get(id)?;
-        self.0.end(id, Ending::Closed);
+        let stored = self.0.durability.as_ref().filter(|d| d.store.contains(id));
+        match (self.get(id), stored) {
+            (Ok(_), _) => self.0.end(id, Ending::Closed),
+            (Err(_), Some(durability)) => {
+                durability.store.remove(id);
+                self.0.remember(id, Ending::Closed);
+            }
+            (Err(e), None) => return Err(e),
+        }
+        if let Some(d) = &self.0.durability {
+            d.store.remove(id);
+        }
         Ok(())
     }
 
     /// Ends every session (the server is stopping); their files are removed once their
-    /// calls, if any, are over.
+    /// calls, if any, are over. With a session store they are stored instead.
     pub fn close_all(&self) {
+        if self.is_durable() {
+            return self.hibernate_all();
+        }
         let ids: Vec<String> = self.0.open().keys().cloned().collect();
         for id in ids {
             self.0.end(&id, Ending::ShutDown);
@@ -183,19 +329,120 @@ impl Inner {
     fn end(&self, id: &str, ending: Ending) {
         let removed = self.open().remove(id);
         if removed.is_some() {
-            let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
-            if ended.len() >= REMEMBERED_ENDINGS {
-                ended.pop_front();
-            }
-            ended.push_back((id.to_string(), ending));
+            self.remember(id, ending);
             tracing::info!(session = id, ?ending, "session ended");
         }
         // Dropped here (outside the lock): its scratch directory goes with its last user.
         drop(removed);
     }
 
-    /// Ends the sessions idle for longer than `idle`.
+    fn remember(&self, id: &str, ending: Ending) {
+        let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        if ended.len() >= REMEMBERED_ENDINGS {
+            ended.pop_front();
+        }
+        ended.push_back((id.to_string(), ending));
+    }
+
+    /// The lock of session `id`'s moves between memory and the store.
+    fn gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gates = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(gate) = gates.get(id).and_then(Weak::upgrade) {
+            return gate;
+        }
+        gates.retain(|_, g| g.strong_count() > 0);
+        let gate = Arc::new(tokio::sync::Mutex::new(()));
+        gates.insert(id.to_string(), Arc::downgrade(&gate));
+        gate
+    }
+
+    /// Stores session `id` and frees it, if nothing uses it (or, `stopping`, whatever
+    /// it was doing: the server stops). Says whether it was stored.
+    fn hibernate(&self, id: &str, stopping: bool) -> bool {
+        let Some(durability) = &self.durability else {
+            return false;
+        };
+        let gate = self.gate(id);
+        let Ok(_moving) = gate.try_lock() else {
+            return false;
+        };
+        let Some(session) = self.open().get(id).cloned() else {
+            return false;
+        };
+        if !stopping && session.busy.load(Ordering::SeqCst) > 0 {
+            return false;
+        }
+        // Holding the instance's lock: no call runs, and one that waits for it will see
+        // the session retired and look it up again (in the store, once this is done).
+        let Ok(_live) = session.live.try_lock() else {
+            return false;
+        };
+        session.retire();
+        let stored = session
+            .stored(
+                durability.store.incarnation(),
+                &session.plugin.identity,
+                durability.max_entry_bytes,
+            )
+            .map_err(|e| e.to_string())
+            .and_then(|entry| durability.store.write(&entry).map_err(|e| e.to_string()));
+        match stored {
+            Ok(()) => {
+                self.open().remove(id);
+                tracing::info!(session = id, "session stored and freed");
+                true
+            }
+            Err(e) => {
+                session.unretire();
+                tracing::warn!(
+                    session = id,
+                    "cannot store the session, it stays in memory: {e}"
+                );
+                false
+            }
+        }
+    }
+
+    /// Makes room for one more open session: with a store, the least recently used idle
+    /// session is stored; without one, a full server refuses.
+    fn make_room(&self) -> Result<(), SessionError> {
+        loop {
+            let open: Vec<(String, Duration, bool)> = self
+                .open()
+                .iter()
+                .map(|(id, s)| (id.clone(), s.idle_for(), s.busy.load(Ordering::SeqCst) == 0))
+                .collect();
+            if open.len() < self.max {
+                return Ok(());
+            }
+            let oldest = open
+                .into_iter()
+                .filter(|(_, _, idle)| *idle)
+                .max_by_key(|(_, idle_for, _)| *idle_for);
+            match oldest {
+                Some((id, _, _)) if self.hibernate(&id, false) => continue,
+                _ => return Err(SessionError::TooMany { max: self.max }),
+            }
+        }
+    }
+
+    /// Stores the sessions idle for `hibernate_after` (with a store), ends those idle for
+    /// longer than `idle`, and drops stored sessions past their time.
     fn expire_idle(&self) {
+        if let Some(d) = &self.durability {
+            let idle: Vec<String> = self
+                .open()
+                .iter()
+                .filter(|(_, s)| {
+                    s.busy.load(Ordering::SeqCst) == 0 && s.idle_for() >= d.hibernate_after
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in idle {
+                self.hibernate(&id, false);
+            }
+            d.store.sweep();
+        }
         let idle: Vec<(String, u64)> = self
             .open()
             .iter()
@@ -204,6 +451,9 @@ impl Inner {
             .collect();
         for (id, idle_secs) in idle {
             self.end(&id, Ending::Expired { idle_secs });
+            if let Some(d) = &self.durability {
+                d.store.remove(&id);
+            }
         }
     }
 }
@@ -232,7 +482,7 @@ mod tests {
 
     #[test]
     fn errors_say_what_became_of_the_id_and_what_to_do() {
-        let sessions = Sessions::new(2, Duration::from_secs(60), Replica::default());
+        let sessions = Sessions::new(2, Duration::from_secs(60), Replica::default(), None);
         let e = sessions.get("nope").err().unwrap().to_string();
         assert!(
             e.contains("unknown session_id `nope`") && e.contains("create_session"),

@@ -1,0 +1,285 @@
+//! Durable sessions: what a session keeps so that it can be stored and rebuilt in a
+//! fresh instance, here or on another replica (docs/mcp.md, "Durable sessions").
+//!
+//! wasmtime 48 gives a host no way into a component instance's core memories and
+//! globals (short of `guest_debug`, which instruments every instruction), and a
+//! session's interpreter is often a command suspended mid-call in a read of its input,
+//! whose native stack no memory copy carries. So runbox keeps a session's state as what
+//! made it instead: the working directory when its interpreter started, and each
+//! completed call with everything it learned from outside the sandbox (its request, and
+//! the random bytes and clock readings it drew, see `journal.rs`). WebAssembly is
+//! deterministic given its imports, so running those calls again, in a fresh instance of
+//! the same compiled plugin, rebuilds the same interpreter state, in every runtime, with
+//! nothing compiled and nothing trusted but runbox's own code. Each replayed call must
+//! print what it printed and draw what it drew; if one does not, the session still
+//! resumes, with its files as stored, and its next result says the state may differ.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::store::now_ms;
+use super::stored::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
+use super::Session;
+use crate::limits::RunLimits;
+use crate::outcome::{RunOutcome, RunStatus};
+use crate::plugin::LoadedPlugin;
+use crate::run::{RunError, RunRequest, Runner};
+
+/// What rebuilds a session: where its journal starts, and the calls since.
+#[derive(Debug)]
+pub struct History {
+    created_ms: u64,
+    /// The working directory when the interpreter (re)started.
+    base: Vec<StoredFile>,
+    calls: Vec<LoggedCall>,
+    /// Why the history cannot rebuild the state (its files could not be kept when the
+    /// interpreter was reset); the session is then stored with its files only.
+    broken: Option<String>,
+}
+
+/// A call's request, copied before it is handed to the sandbox.
+pub struct PendingCall {
+    code: String,
+    args: Vec<String>,
+    stdin: Option<Vec<u8>>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl PendingCall {
+    pub fn of(request: &RunRequest) -> PendingCall {
+        PendingCall {
+            code: request.code.clone(),
+            args: request.args.clone(),
+            stdin: request.stdin.clone(),
+            files: request.files.clone(),
+        }
+    }
+}
+
+impl History {
+    pub fn new() -> History {
+        History {
+            created_ms: now_ms(),
+            base: Vec::new(),
+            calls: Vec::new(),
+            broken: None,
+        }
+    }
+
+    /// Books a call that ended: a completed one joins the history (in a runtime whose
+    /// interpreter keeps state); one that dropped the interpreter (`reset`) starts the
+    /// history again from the files as they are now.
+    pub fn after_call(
+        &mut self,
+        call: PendingCall,
+        outcome: &RunOutcome,
+        reset: bool,
+        session: &Session,
+    ) {
+        let draws = session
+            .sandbox
+            .journal
+            .as_ref()
+            .map(|j| j.take())
+            .unwrap_or_default();
+        if !session.keeps_state() {
+            return;
+        }
+        if outcome.status == RunStatus::Completed {
+            self.calls.push(LoggedCall {
+                code: call.code,
+                args: call.args,
+                stdin: call.stdin,
+                files: call.files,
+                draws,
+                exit_code: outcome.exit_code.unwrap_or(0),
+                output_digest: output_digest(&outcome.output.stdout, &outcome.output.stderr),
+                duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            });
+            return;
+        }
+        if !reset {
+            return;
+        }
+        self.calls.clear();
+        let mut used = 0;
+        match stored::snapshot_dir(&session.sandbox.scratch, u64::MAX, &mut used) {
+            Ok(files) => {
+                self.base = files;
+                self.broken = None;
+            }
+            Err(e) => {
+                self.base.clear();
+                self.broken = Some(e.to_string());
+            }
+        }
+    }
+}
+
+impl Session {
+    pub(super) fn lock_history<'a>(
+        &self,
+        history: &'a std::sync::Mutex<History>,
+    ) -> MutexGuard<'a, History> {
+        history.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session as the store keeps it, its files as they are now (at most `max_bytes`
+    /// of file contents in all). Called with no call under way.
+    pub(super) fn stored(
+        &self,
+        stored_by: &str,
+        plugin: &str,
+        max_bytes: u64,
+    ) -> Result<StoredSession, stored::SnapshotError> {
+        let history = self.history.as_ref().map(|h| self.lock_history(h));
+        let (created_ms, base, calls) = match &history {
+            Some(h) if h.broken.is_none() => (h.created_ms, h.base.clone(), h.calls.clone()),
+            Some(h) => (h.created_ms, Vec::new(), Vec::new()),
+            None => (now_ms(), Vec::new(), Vec::new()),
+        };
+        let mut used = content_bytes(&base)
+            + calls
+                .iter()
+                .map(|c| {
+                    (c.code.len() + c.stdin.as_ref().map_or(0, Vec::len) + c.draws.bytes()) as u64
+                        + c.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>()
+                })
+                .sum::<u64>();
+        let files = stored::snapshot_dir(&self.sandbox.scratch, max_bytes, &mut used)?;
+        Ok(StoredSession {
+            id: self.id.clone(),
+            runtime: self.runtime.clone(),
+            plugin: plugin.to_string(),
+            created_ms,
+            stored_ms: now_ms(),
+            stored_by: stored_by.to_string(),
+            base,
+            calls,
+            files,
+        })
+    }
+
+    /// Marks the session as gone from this process: a call still holding it looks it
+    /// up again.
+    pub(super) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn unretire(&self) {
+        self.retired.store(false, Ordering::SeqCst);
+    }
+
+    /// Adds to what the next result says.
+    pub(super) fn add_notice(&self, notice: String) {
+        let mut slot = self.notice.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(match slot.take() {
+            Some(before) => format!("{before} {notice}"),
+            None => notice,
+        });
+    }
+
+    /// Rebuilds `entry` in a fresh instance of `plugin`: its files as the journal
+    /// started, each call again, then its files as stored. What could not be rebuilt
+    /// exactly goes into the next result's notice.
+    pub(super) async fn resume(
+        entry: StoredSession,
+        runner: &Runner,
+        plugin: Arc<LoadedPlugin>,
+    ) -> Result<Arc<Session>, RunError> {
+        let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
+        let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
+        stored::restore_dir(&session.sandbox.scratch, &entry.base).map_err(host)?;
+        let limits = replay_limits(runner);
+        let mut diverged = None;
+        let total = entry.calls.len();
+        for (n, call) in entry.calls.iter().enumerate() {
+            let request = RunRequest {
+                runtime: session.runtime.clone(),
+                code: call.code.clone(),
+                stdin: call.stdin.clone(),
+                args: call.args.clone(),
+                files: call.files.clone(),
+                session_id: Some(session.id.clone()),
+                ..RunRequest::default()
+            };
+            let outcome = session
+                .run_call(
+                    runner,
+                    request,
+                    limits,
+                    CancellationToken::new(),
+                    Some(call.draws.clone()),
+                )
+                .await?;
+            let same_path = !session
+                .sandbox
+                .journal
+                .as_ref()
+                .is_some_and(|j| j.finish_replay());
+            let same = outcome.status == RunStatus::Completed
+                && outcome.exit_code == Some(call.exit_code)
+                && output_digest(&outcome.output.stdout, &outcome.output.stderr)
+                    == call.output_digest
+                && same_path;
+            if !same {
+                diverged = Some(n + 1);
+                break;
+            }
+        }
+        // Its files as stored, whatever the replay left.
+        stored::clear_dir(&session.sandbox.scratch).map_err(host)?;
+        stored::restore_dir(&session.sandbox.scratch, &entry.files).map_err(host)?;
+        charge_restored(&session, &entry.files);
+        {
+            let mut history = session.lock_history(session.history.as_ref().expect("durable"));
+            history.created_ms = entry.created_ms;
+            history.base = entry.base;
+            history.calls = entry.calls;
+        }
+        if let Some(n) = diverged {
+            tracing::warn!(session = %session.id, call = n, of = total, "a replayed call took another path");
+            session.add_notice(format!(
+                "The session was resumed from the session store, but its interpreter state \
+                 could not be rebuilt exactly: call {n} of {total} did not do what it did \
+                 the first time (it depends on something outside the sandbox, such as the \
+                 order of a directory listing). Its files are as they were; check the \
+                 variables you rely on."
+            ));
+            // The history no longer describes the interpreter: start it over from here.
+            let mut history = session.lock_history(session.history.as_ref().expect("durable"));
+            history.calls.clear();
+            history.base = entry.files;
+        }
+        Ok(session)
+    }
+}
+
+/// Replays run under the server's longest deadline: they ran within their own before.
+fn replay_limits(runner: &Runner) -> RunLimits {
+    let mut limits = runner
+        .limits
+        .resolve(&Default::default())
+        .expect("the default limits resolve");
+    limits.timeout = runner.limits.max_timeout.max(Duration::from_secs(1));
+    limits
+}
+
+/// Restored files count against the session's scratch caps, as if its programs had
+/// written them (for good: the books cannot tell when they go).
+fn charge_restored(session: &Session, files: &[StoredFile]) {
+    let disk = &session.sandbox.disk;
+    for file in files {
+        let _ = disk.take_entry();
+        let bytes = file
+            .contents
+            .as_ref()
+            .map_or(crate::sandbox::disk::DIRECTORY_BYTES, |c| c.len() as u64);
+        if let Ok(charge) = disk.charge_object(bytes) {
+            charge.created(None);
+        }
+    }
+}

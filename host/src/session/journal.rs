@@ -1,0 +1,308 @@
+//! What a session's programs learned from outside the sandbox that is not in their
+//! requests: random bytes and clock readings, recorded per call so that the calls can be
+//! run again, in a fresh instance, to exactly the same state (see `durable.rs`).
+//!
+//! A WebAssembly program is deterministic but for what its imports return. In a runbox
+//! sandbox those are the request (code, arguments, stdin, input files), the files earlier
+//! calls left, and three WASI sources: `wasi:random` (secure and insecure, and the
+//! insecure seed), the wall clock and the monotonic clock. The journal stands in for the
+//! last three in every store of a session: while recording it draws from the host and
+//! keeps what it handed out; while replaying it hands out what was kept, in the same
+//! order. If a replayed program asks for more than was kept, it has diverged: the journal
+//! says so and falls back to the host's sources.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand_core::TryRng;
+use serde::{Deserialize, Serialize};
+use wasmtime_wasi::clocks::{HostMonotonicClock, HostWallClock};
+
+/// What one call drew from the journal's sources, in order per source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Draws {
+    /// Every random byte, secure and insecure alike, in the order handed out.
+    pub random: Vec<u8>,
+    /// Wall-clock readings, in nanoseconds since the Unix epoch.
+    pub wall: Vec<u64>,
+    /// Monotonic-clock readings, in nanoseconds.
+    pub monotonic: Vec<u64>,
+}
+
+impl Draws {
+    pub fn bytes(&self) -> usize {
+        self.random.len() + 8 * (self.wall.len() + self.monotonic.len())
+    }
+}
+
+/// Where the journal is: drawing from the host, or handing out a call's draws again.
+#[derive(Debug)]
+enum Mode {
+    Record(Draws),
+    Replay {
+        draws: Draws,
+        random_at: usize,
+        wall_at: usize,
+        monotonic_at: usize,
+        diverged: bool,
+    },
+}
+
+/// One session's journal, shared by every store of the session.
+#[derive(Debug, Clone)]
+pub struct Journal(Arc<Mutex<Mode>>);
+
+impl Default for Journal {
+    fn default() -> Self {
+        Journal(Arc::new(Mutex::new(Mode::Record(Draws::default()))))
+    }
+}
+
+/// The monotonic clock starts at an arbitrary point: the host's, measured from here.
+fn host_monotonic() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn host_wall() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Journal {
+    fn mode(&self) -> MutexGuard<'_, Mode> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts recording a new call; what was drawn before is dropped.
+    pub fn record(&self) {
+        *self.mode() = Mode::Record(Draws::default());
+    }
+
+    /// Starts handing out `draws` again (the replay of one call).
+    pub fn replay(&self, draws: Draws) {
+        *self.mode() = Mode::Replay {
+            draws,
+            random_at: 0,
+            wall_at: 0,
+            monotonic_at: 0,
+            diverged: false,
+        };
+    }
+
+    /// What the call drew (recording), and the journal starts over for the next call.
+    pub fn take(&self) -> Draws {
+        match std::mem::replace(&mut *self.mode(), Mode::Record(Draws::default())) {
+            Mode::Record(draws) => draws,
+            Mode::Replay { draws, .. } => draws,
+        }
+    }
+
+    /// Whether a replayed call drew something it did not draw when recorded (or less of
+    /// it): then the replay did not take the recorded path. Ends the replay.
+    pub fn finish_replay(&self) -> bool {
+        let mode = std::mem::replace(&mut *self.mode(), Mode::Record(Draws::default()));
+        match mode {
+            Mode::Record(_) => false,
+            Mode::Replay {
+                draws,
+                random_at,
+                wall_at,
+                monotonic_at,
+                diverged,
+            } => {
+                diverged
+                    || random_at != draws.random.len()
+                    || wall_at != draws.wall.len()
+                    || monotonic_at != draws.monotonic.len()
+            }
+        }
+    }
+
+    fn fill(&self, dst: &mut [u8]) {
+        let mut mode = self.mode();
+        match &mut *mode {
+            Mode::Record(draws) => {
+                getrandom::getrandom(dst).expect("the host has randomness");
+                draws.random.extend_from_slice(dst);
+            }
+            Mode::Replay {
+                draws,
+                random_at,
+                diverged,
+                ..
+            } => match draws.random.get(*random_at..*random_at + dst.len()) {
+                Some(kept) if !*diverged => {
+                    dst.copy_from_slice(kept);
+                    *random_at += dst.len();
+                }
+                _ => {
+                    *diverged = true;
+                    getrandom::getrandom(dst).expect("the host has randomness");
+                }
+            },
+        }
+    }
+
+    fn clock(&self, wall: bool) -> u64 {
+        let mut mode = self.mode();
+        let now = || if wall { host_wall() } else { host_monotonic() };
+        match &mut *mode {
+            Mode::Record(draws) => {
+                let value = now();
+                if wall {
+                    &mut draws.wall
+                } else {
+                    &mut draws.monotonic
+                }
+                .push(value);
+                value
+            }
+            Mode::Replay {
+                draws,
+                wall_at,
+                monotonic_at,
+                diverged,
+                ..
+            } => {
+                let (kept, at) = if wall {
+                    (&draws.wall, wall_at)
+                } else {
+                    (&draws.monotonic, monotonic_at)
+                };
+                match kept.get(*at) {
+                    Some(&value) if !*diverged => {
+                        *at += 1;
+                        value
+                    }
+                    _ => {
+                        *diverged = true;
+                        now()
+                    }
+                }
+            }
+        }
+    }
+
+    /// A random source for `wasi:random` (secure or insecure) drawing from this journal.
+    pub fn random(&self) -> JournalRandom {
+        JournalRandom(self.clone())
+    }
+
+    /// The seed of `wasi:random/insecure-seed`, drawn like any random bytes.
+    pub fn seed(&self) -> u128 {
+        let mut bytes = [0u8; 16];
+        self.fill(&mut bytes);
+        u128::from_le_bytes(bytes)
+    }
+
+    pub fn wall_clock(&self) -> JournalWallClock {
+        JournalWallClock(self.clone())
+    }
+
+    pub fn monotonic_clock(&self) -> JournalMonotonicClock {
+        JournalMonotonicClock(self.clone())
+    }
+}
+
+/// `wasi:random` through the journal.
+pub struct JournalRandom(Journal);
+
+impl TryRng for JournalRandom {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        let mut b = [0u8; 4];
+        self.0.fill(&mut b);
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        let mut b = [0u8; 8];
+        self.0.fill(&mut b);
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        self.0.fill(dst);
+        Ok(())
+    }
+}
+
+/// `wasi:clocks/wall-clock` through the journal.
+pub struct JournalWallClock(Journal);
+
+impl HostWallClock for JournalWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.0.clock(true))
+    }
+}
+
+/// `wasi:clocks/monotonic-clock` through the journal.
+pub struct JournalMonotonicClock(Journal);
+
+impl HostMonotonicClock for JournalMonotonicClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        self.0.clock(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::Rng;
+
+    #[test]
+    fn a_replay_hands_out_what_was_recorded_in_order() {
+        let journal = Journal::default();
+        let mut random = journal.random();
+        let (wall, mono) = (journal.wall_clock(), journal.monotonic_clock());
+        let recorded = (
+            random.next_u64(),
+            wall.now(),
+            mono.now(),
+            random.next_u32(),
+            journal.seed(),
+        );
+        let draws = journal.take();
+        assert_eq!(draws.random.len(), 8 + 4 + 16);
+        journal.replay(draws.clone());
+        let replayed = (
+            random.next_u64(),
+            wall.now(),
+            mono.now(),
+            random.next_u32(),
+            journal.seed(),
+        );
+        assert_eq!(recorded, replayed);
+        assert!(
+            !journal.finish_replay(),
+            "the same path is not a divergence"
+        );
+    }
+
+    #[test]
+    fn drawing_more_or_less_than_recorded_is_a_divergence() {
+        let journal = Journal::default();
+        let mut random = journal.random();
+        random.next_u64();
+        let draws = journal.take();
+        journal.replay(draws.clone());
+        random.next_u64();
+        random.next_u64();
+        assert!(journal.finish_replay(), "one draw too many");
+        journal.replay(draws);
+        assert!(journal.finish_replay(), "one draw too few");
+    }
+}

@@ -1,0 +1,325 @@
+//! A stored session's bytes: what it is (id, runtime, the plugin it ran on), its working
+//! directory, and the journal of the calls that made its interpreter's state; and the
+//! directory snapshots it is made of.
+//!
+//! On disk an entry is `MAGIC`, the SHA-256 of the rest, then the entry in `postcard`.
+//! Reading one checks the magic, the checksum and every path before anything is used:
+//! an entry is data from a shared directory, never trusted and never code for the host.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::journal::Draws;
+
+/// The first bytes of every entry; the last byte is the format's version.
+const MAGIC: &[u8; 8] = b"RBXSESS\x01";
+
+/// Why an entry cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EntryError {
+    #[error("it is not a runbox session entry of this version")]
+    NotAnEntry,
+    #[error("its checksum does not match its contents (damaged or changed on disk)")]
+    Checksum,
+    #[error("it cannot be read: {0}")]
+    Malformed(String),
+    #[error("it holds an unsafe path `{0}`")]
+    UnsafePath(String),
+}
+
+/// One session, stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredSession {
+    pub id: String,
+    pub runtime: String,
+    /// The identity of the plugin it ran on (its component, tools and settings): a
+    /// replay is exact only on the very same code.
+    pub plugin: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    pub stored_ms: u64,
+    /// The process that stored it (see `store.rs`, leases).
+    pub stored_by: String,
+    /// The working directory when the journal starts: empty for a new session, the
+    /// files kept when a call reset the interpreter.
+    pub base: Vec<StoredFile>,
+    /// The calls since then that completed, in order.
+    pub calls: Vec<LoggedCall>,
+    /// The working directory when stored.
+    pub files: Vec<StoredFile>,
+}
+
+/// A file or directory of a working directory, by its `/`-separated relative path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    pub path: String,
+    /// `None` for a directory.
+    pub contents: Option<Vec<u8>>,
+}
+
+/// One completed call of a session, with what it drew from outside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedCall {
+    pub code: String,
+    pub args: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+    pub files: Vec<(String, Vec<u8>)>,
+    pub draws: Draws,
+    pub exit_code: i32,
+    /// SHA-256 of its standard output and error: the replay must print the same.
+    pub output_digest: [u8; 32],
+    pub duration_ms: u64,
+}
+
+impl StoredSession {
+    /// The entry's bytes on disk.
+    pub fn encode(&self) -> Vec<u8> {
+        let body = postcard::to_stdvec(self).expect("a session serializes");
+        let mut out = Vec::with_capacity(MAGIC.len() + 32 + body.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&Sha256::digest(&body));
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// An entry read back, checked.
+    pub fn decode(bytes: &[u8]) -> Result<StoredSession, EntryError> {
+        let rest = bytes.strip_prefix(MAGIC).ok_or(EntryError::NotAnEntry)?;
+        if rest.len() < 32 {
+            return Err(EntryError::NotAnEntry);
+        }
+        let (digest, body) = rest.split_at(32);
+        if Sha256::digest(body).as_slice() != digest {
+            return Err(EntryError::Checksum);
+        }
+        let entry: StoredSession =
+            postcard::from_bytes(body).map_err(|e| EntryError::Malformed(e.to_string()))?;
+        for file in entry.base.iter().chain(&entry.files) {
+            safe_path(&file.path)?;
+        }
+        for call in &entry.calls {
+            for (path, _) in &call.files {
+                safe_path(path)?;
+            }
+        }
+        Ok(entry)
+    }
+}
+
+/// The digest a call's output is compared by.
+pub fn output_digest(stdout: &[u8], stderr: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update((stdout.len() as u64).to_le_bytes());
+    h.update(stdout);
+    h.update(stderr);
+    h.finalize().into()
+}
+
+/// `path` as a relative path with only normal components.
+fn safe_path(path: &str) -> Result<PathBuf, EntryError> {
+    let p = Path::new(path);
+    let ok = !path.is_empty()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(n) if n.to_str().is_some()));
+    if ok {
+        Ok(p.to_path_buf())
+    } else {
+        Err(EntryError::UnsafePath(path.chars().take(200).collect()))
+    }
+}
+
+/// Too much to store: the working directory is larger than `max` bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("its files are larger than the {max} bytes a stored session may hold")]
+    TooLarge { max: u64 },
+    #[error("cannot read its files: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The files and directories under `root` (symbolic links are not kept), in path order;
+/// at most `max` bytes of file contents, counting `used` already spent.
+pub fn snapshot_dir(
+    root: &Path,
+    max: u64,
+    used: &mut u64,
+) -> Result<Vec<StoredFile>, SnapshotError> {
+    let mut out = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(root.join(&rel))?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let path = rel.join(&name);
+            let text = path.to_string_lossy().replace('\\', "/");
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                out.push(StoredFile {
+                    path: text,
+                    contents: None,
+                });
+                pending.push(path);
+            } else if kind.is_file() {
+                let len = entry.metadata()?.len();
+                *used = used.saturating_add(len);
+                if *used > max {
+                    return Err(SnapshotError::TooLarge { max });
+                }
+                out.push(StoredFile {
+                    path: text,
+                    contents: Some(std::fs::read(entry.path())?),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Writes `files` under `root` (which exists), replacing what is there by those names.
+pub fn restore_dir(root: &Path, files: &[StoredFile]) -> std::io::Result<()> {
+    for file in files {
+        let rel = safe_path(&file.path)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        let path = root.join(rel);
+        match &file.contents {
+            None => std::fs::create_dir_all(&path)?,
+            Some(bytes) => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&path, bytes)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Empties `root` (keeping it).
+pub fn clear_dir(root: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// The bytes of file contents in `files`.
+pub fn content_bytes(files: &[StoredFile]) -> u64 {
+    files
+        .iter()
+        .map(|f| f.contents.as_ref().map_or(0, |c| c.len() as u64))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> StoredSession {
+        StoredSession {
+            id: "r1.00ff".into(),
+            runtime: "python".into(),
+            plugin: "abc".into(),
+            created_ms: 1,
+            stored_ms: 2,
+            stored_by: "r1/1".into(),
+            base: vec![],
+            calls: vec![LoggedCall {
+                code: "x = 1".into(),
+                args: vec![],
+                stdin: None,
+                files: vec![("in.txt".into(), b"hi".to_vec())],
+                draws: Draws {
+                    random: vec![1, 2, 3],
+                    wall: vec![4],
+                    monotonic: vec![5],
+                },
+                exit_code: 0,
+                output_digest: output_digest(b"", b""),
+                duration_ms: 3,
+            }],
+            files: vec![
+                StoredFile {
+                    path: "d".into(),
+                    contents: None,
+                },
+                StoredFile {
+                    path: "d/f.txt".into(),
+                    contents: Some(b"data".to_vec()),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn an_entry_reads_back_as_written() {
+        let e = entry();
+        assert_eq!(StoredSession::decode(&e.encode()).unwrap(), e);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_entry_is_refused() {
+        let bytes = entry().encode();
+        let mut flipped = bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            StoredSession::decode(&flipped),
+            Err(EntryError::Checksum)
+        ));
+        assert!(matches!(
+            StoredSession::decode(&bytes[..bytes.len() - 5]),
+            Err(EntryError::Checksum)
+        ));
+        assert!(matches!(
+            StoredSession::decode(b"#!/bin/sh\nrm -rf /"),
+            Err(EntryError::NotAnEntry)
+        ));
+        // A well-formed entry (the checksum is only a checksum) with a path that climbs out.
+        let mut evil = entry();
+        evil.files[1].path = "../../etc/passwd".into();
+        assert!(matches!(
+            StoredSession::decode(&evil.encode()),
+            Err(EntryError::UnsafePath(_))
+        ));
+        evil.files[1].path = "/etc/passwd".into();
+        assert!(matches!(
+            StoredSession::decode(&evil.encode()),
+            Err(EntryError::UnsafePath(_))
+        ));
+    }
+
+    #[test]
+    fn a_directory_snapshot_restores_its_files_and_is_bounded() {
+        let from = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(from.path().join("a/b")).unwrap();
+        std::fs::write(from.path().join("a/b/c.txt"), b"abc").unwrap();
+        std::fs::write(from.path().join("top.bin"), [0u8, 255]).unwrap();
+        let mut used = 0;
+        let files = snapshot_dir(from.path(), 1 << 20, &mut used).unwrap();
+        assert_eq!(used, 5);
+        let paths: Vec<_> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["a", "a/b", "a/b/c.txt", "top.bin"]);
+        let to = tempfile::tempdir().unwrap();
+        restore_dir(to.path(), &files).unwrap();
+        assert_eq!(std::fs::read(to.path().join("a/b/c.txt")).unwrap(), b"abc");
+        assert_eq!(std::fs::read(to.path().join("top.bin")).unwrap(), [0, 255]);
+        let mut used = 0;
+        assert!(matches!(
+            snapshot_dir(from.path(), 4, &mut used),
+            Err(SnapshotError::TooLarge { max: 4 })
+        ));
+        clear_dir(to.path()).unwrap();
+        assert_eq!(std::fs::read_dir(to.path()).unwrap().count(), 0);
+    }
+}
