@@ -12,6 +12,7 @@
 //!   plugin from a local path.
 //! - [`adapters`]: the guest adapters' own unit tests, run natively.
 //! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
+//! - [`durable`]: sessions kept in a session store across restarts and replicas.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -25,6 +26,7 @@ mod compiled;
 mod conformance;
 mod custom_plugin;
 mod deploy;
+mod durable;
 mod mcp;
 mod runtimes;
 mod scale_out;

@@ -54,6 +54,8 @@ pub struct Session {
     retired: AtomicBool,
     /// What rebuilds it from the store; `None` without a store.
     history: Option<Mutex<durable::History>>,
+    /// Resumed from the store: this process holds its lease (see `store.rs`).
+    leased: AtomicBool,
     /// Said once, in the next result: what resuming it lost.
     notice: Mutex<Option<String>>,
     /// Removed when the session is dropped (after its last call).
@@ -82,6 +84,7 @@ impl Session {
             last_used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
             retired: AtomicBool::new(false),
+            leased: AtomicBool::new(false),
             history: durable.then(|| Mutex::new(durable::History::new())),
             notice: Mutex::default(),
             _dir: dir,

@@ -242,6 +242,12 @@ impl Sessions {
         Ok(session)
     }
 
+    /// Stores session `id` now and frees it, if no call is using it (as an idle session
+    /// is stored after `--session-hibernate-after`). Says whether it was stored.
+    pub fn hibernate(&self, id: &str) -> bool {
+        self.0.hibernate(id, false)
+    }
+
     /// Stores every session and frees it (the server is stopping). Those that cannot be
     /// stored end.
     pub fn hibernate_all(&self) {
@@ -388,6 +394,7 @@ impl Inner {
             .and_then(|entry| durability.store.write(&entry).map_err(|e| e.to_string()));
         match stored {
             Ok(()) => {
+                session.leased.store(false, Ordering::SeqCst);
                 self.open().remove(id);
                 tracing::info!(session = id, "session stored and freed");
                 true
@@ -430,6 +437,15 @@ impl Inner {
     /// longer than `idle`, and drops stored sessions past their time.
     fn expire_idle(&self) {
         if let Some(d) = &self.durability {
+            let leased: Vec<String> = self
+                .open()
+                .iter()
+                .filter(|(_, s)| s.leased.load(Ordering::SeqCst))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in leased {
+                d.store.refresh(&id);
+            }
             let idle: Vec<String> = self
                 .open()
                 .iter()
@@ -458,10 +474,10 @@ impl Inner {
     }
 }
 
-/// A thread that ends idle sessions, checking a few times per `idle` period; it stops
-/// when the sessions are dropped.
+/// A thread that ends idle sessions, checking a few times per `idle` period (and often
+/// enough to keep leases fresh); it stops when the sessions are dropped.
 fn start_reaper(inner: Weak<Inner>, idle: Duration) {
-    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    let tick = (idle / 4).clamp(Duration::from_millis(50), super::store::LEASE_REFRESH);
     let spawned = std::thread::Builder::new()
         .name("runbox-sessions".into())
         .spawn(move || loop {

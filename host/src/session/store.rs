@@ -8,9 +8,11 @@
 //! for `ttl` after it was stored (SECURITY.md).
 //!
 //! A lease, `ID.lease`, says which process resumed an entry and has not stored it back
-//! since. Storing removes it. So a lease left by another process when a session is
-//! resumed means that process stopped without storing the session (`kill -9`, a crash):
-//! what that session did there is lost, and its next result says so.
+//! since; that process rewrites it every [`LEASE_REFRESH`] while it holds the session,
+//! and storing removes it. A fresh lease of another process means the session lives
+//! there: it is not resumed twice. A stale one means that process stopped without
+//! storing the session (`kill -9`, a crash): the session resumes as last stored, what it
+//! did there is lost, and its next result says so.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,11 @@ pub const DEFAULT_STORED_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The largest entry, by default: a session's files (at most twice the scratch cap,
 /// the files when its journal starts and now) and its journal.
 pub const DEFAULT_MAX_ENTRY_BYTES: u64 = 1 << 30;
+
+/// How often a process rewrites the leases it holds.
+pub const LEASE_REFRESH: Duration = Duration::from_secs(5);
+/// A lease rewritten this recently belongs to a live process.
+pub const LEASE_FRESH: Duration = Duration::from_secs(15);
 
 const ENTRY_SUFFIX: &str = ".session";
 const LEASE_SUFFIX: &str = ".lease";
@@ -41,6 +48,8 @@ pub enum StoreError {
     Full { max: usize },
     #[error("the session is larger than the {max} bytes a stored session may hold")]
     TooLarge { max: u64 },
+    #[error("session `{id}` is in use by `{by}`, which resumed it from the session store: its calls go there (a client whose connection is held by another replica must reconnect through the balancer); it can move again once `{by}` stores it")]
+    Held { id: String, by: String },
     #[error("the session store at {dir} failed: {message}")]
     Io { dir: String, message: String },
 }
@@ -75,6 +84,15 @@ pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Who a lease names, as a person reads it: the replica (or `runbox`) and its process.
+fn holder(incarnation: &str) -> String {
+    let mut parts = incarnation.splitn(3, '/');
+    match (parts.next(), parts.next()) {
+        (Some(name), Some(pid)) => format!("{name} (process {pid})"),
+        _ => incarnation.chars().take(80).collect(),
+    }
 }
 
 /// Session ids are header-safe; anything else never names a file.
@@ -264,17 +282,48 @@ impl SessionStore {
     }
 
     /// Takes the lease on `id` for this process, saying whether a process that took it
-    /// before stopped without storing it.
+    /// before stopped without storing it; refused while another process holds it.
     pub fn take(&self, id: &str) -> Result<Taken, StoreError> {
         let Some(path) = self.path(id, LEASE_SUFFIX) else {
             return Ok(Taken::Clean);
         };
         let before = std::fs::read_to_string(&path).ok();
+        let age = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        match (&before, age) {
+            (Some(by), Some(age)) if *by != self.incarnation && age < LEASE_FRESH => {
+                return Err(StoreError::Held {
+                    id: id.to_string(),
+                    by: holder(by),
+                });
+            }
+            _ => {}
+        }
         std::fs::write(&path, &self.incarnation).map_err(|e| self.io(e))?;
         Ok(match before {
-            Some(by) if by != self.incarnation => Taken::Abandoned { by },
+            Some(by) if by != self.incarnation => Taken::Abandoned { by: holder(&by) },
             _ => Taken::Clean,
         })
+    }
+
+    /// Rewrites this process's lease on `id` (it still holds the session).
+    pub fn refresh(&self, id: &str) {
+        if let Some(path) = self.path(id, LEASE_SUFFIX) {
+            if std::fs::read_to_string(&path).is_ok_and(|by| by == self.incarnation) {
+                let _ = std::fs::write(&path, &self.incarnation);
+            }
+        }
+    }
+
+    /// Gives up this process's lease on `id` (it could not resume the session).
+    pub fn release(&self, id: &str) {
+        if let Some(path) = self.path(id, LEASE_SUFFIX) {
+            if std::fs::read_to_string(&path).is_ok_and(|by| by == self.incarnation) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
 
     /// Removes `id`'s entry and lease (the session was closed).
@@ -390,10 +439,23 @@ mod tests {
         let first = store(dir.path(), 10);
         first.write(&entry("a")).unwrap();
         assert_eq!(first.take("a").unwrap(), Taken::Clean);
-        // `first` is killed here: it never stores `a` again.
+        // `first` is killed here: it never stores `a` again. While its lease is fresh
+        // another process does not take the session (it may still be alive).
         let second = store(dir.path(), 10);
+        let e = second.take("a").unwrap_err().to_string();
+        assert!(e.contains("is in use by `r1 (process"), "{e}");
+        let lease = dir.path().join("a.lease");
+        let stale = std::time::SystemTime::now() - LEASE_FRESH - Duration::from_secs(1);
+        std::fs::File::options()
+            .write(true)
+            .open(&lease)
+            .unwrap()
+            .set_modified(stale)
+            .unwrap();
         match second.take("a").unwrap() {
-            Taken::Abandoned { by } => assert_eq!(by, first.incarnation()),
+            Taken::Abandoned { by } => {
+                assert_eq!(by, format!("r1 (process {})", std::process::id()))
+            }
             other => panic!("{other:?}"),
         }
         second.write(&entry("a")).unwrap();

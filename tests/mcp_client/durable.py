@@ -1,0 +1,231 @@
+"""Durable sessions (docs/mcp.md, "Durable sessions"): `runbox mcp --session-store DIR`,
+driven by the MCP Python SDK. Usage: durable.py [stdio|http] SCENARIO.
+
+What must hold: sessions of every runtime that keeps state come back with their
+variables (and their files) after the server stops and another starts on the same store,
+over stdio and over HTTP (SIGTERM), and on another replica; 200 sessions stay alive with
+16 in memory; after `kill -9` a session comes back as it was last stored and its first
+result says what was lost; a damaged or foreign entry is refused with a tool error.
+"""
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import anyio
+
+from harness import (HttpServer, check_tool_error, http_session, main, run_code,
+                     stdio_session, text_of)
+
+TRANSPORT = sys.argv[1] if len(sys.argv) > 2 else "stdio"
+STORE = tempfile.mkdtemp(prefix="runbox-store-")
+
+# Per runtime: a first call that makes state (random values included: they must come
+# back the same), and a later call that prints it. The first call's output must equal
+# the later one's.
+STATEFUL = {
+    "python": (
+        "import numpy as np, pandas as pd, random\n"
+        "df = pd.DataFrame(np.random.rand(2000, 5), columns=list('abcde'))\n"
+        "r = random.random()\n"
+        "def double(x):\n    return 2 * x\n"
+        "class Box:\n    def __init__(self, v): self.v = v\n"
+        "box = Box(double(21))\n"
+        "open('kept.txt', 'w').write('file ' + str(r))\n"
+        "print(repr(float(df.values.sum())), r, box.v)",
+        "print(repr(float(df.values.sum())), r, box.v)",
+    ),
+    "quickjs": (
+        "var r = Math.random(); var t = Date.now(); function f(x) { return x + 1 }\n"
+        "console.log(r, t, f(41))",
+        "console.log(r, t, f(41))",
+    ),
+    "ruby": (
+        "$r = rand; K = 7; def g(y) = y * K\nputs $r, g(6)",
+        "puts $r, g(6)",
+    ),
+    "javascript": (
+        "var r = Math.random(); var o = {n: 5}; console.log(r, o.n)",
+        "console.log(r, o.n)",
+    ),
+    "sqlite": (
+        "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (40); SELECT sum(x) FROM t;",
+        "SELECT sum(x) FROM t;",
+    ),
+}
+
+
+def store_args(*extra):
+    return ["--session-store", STORE, *extra]
+
+
+async def create(session, runtime):
+    result = await session.call_tool("create_session", {"runtime": runtime})
+    assert not result.is_error, text_of(result)
+    return result.structured_content["session_id"]
+
+
+async def ok(session, **arguments):
+    result = await run_code(session, **arguments)
+    out = result.structured_content
+    assert out and out["status"] == "completed" and out["exit_code"] == 0, text_of(result)
+    return out
+
+
+class Server:
+    """One server on the store, over TRANSPORT; stopped as a user stops it (the client
+    leaves over stdio, SIGTERM over HTTP)."""
+
+    def __init__(self, *args):
+        self.args = store_args(*args)
+
+    async def __aenter__(self):
+        if TRANSPORT == "stdio":
+            self.cm = stdio_session(*self.args)
+        else:
+            self.http = HttpServer(*self.args)
+            self.cm = http_session(self.http.url)
+        return await self.cm.__aenter__()
+
+    async def __aexit__(self, *exc):
+        await self.cm.__aexit__(*exc)
+        if TRANSPORT == "http":
+            self.http.close()
+
+
+async def restart():
+    """Every stateful runtime's session, and its files, survive a stop and a start."""
+    made = {}
+    async with Server() as s:
+        for runtime, (first, _) in STATEFUL.items():
+            sid = await create(s, runtime)
+            made[runtime] = (sid, (await ok(s, session_id=sid, code=first))["stdout"])
+        closed = await create(s, "quickjs")
+        await ok(s, session_id=closed, code="var gone = 1")
+    entries = [n for n in os.listdir(STORE) if n.endswith(".session")]
+    assert len(entries) == len(STATEFUL) + 1, entries
+    async with Server() as s:
+        for runtime, (sid, before) in made.items():
+            out = await ok(s, session_id=sid, code=STATEFUL[runtime][1])
+            assert out["stdout"] == before, (runtime, before, out["stdout"])
+            assert out.get("notice") is None, out
+        sid = made["python"][0]
+        out = await ok(s, session_id=sid, code="print(open('kept.txt').read())")
+        assert out["stdout"] == "file " + made["python"][1].split()[1] + "\n", out
+        # Closing a stored session removes it from the store.
+        result = await s.call_tool("close_session", {"session_id": closed})
+        assert not result.is_error, text_of(result)
+        check_tool_error(await run_code(s, session_id=closed, code="1"), "closed")
+    assert not os.path.exists(os.path.join(STORE, closed + ".session"))
+
+
+async def moves():
+    """A session stored by replica r0 (stopped with SIGTERM) continues on replica r1."""
+    assert TRANSPORT == "http"
+    with HttpServer(*store_args("--replica-id", "r0")) as r0:
+        async with http_session(r0.url) as s:
+            sid = await create(s, "python")
+            assert sid.startswith("r0."), sid
+            before = (await ok(s, session_id=sid, code=STATEFUL["python"][0]))["stdout"]
+    with HttpServer(*store_args("--replica-id", "r1")) as r1:
+        async with http_session(r1.url) as s:
+            out = await ok(s, session_id=sid, code=STATEFUL["python"][1])
+            assert out["stdout"] == before, (before, out)
+            out = await ok(s, session_id=sid, code="box.v += 1\nprint(box.v)")
+            assert out["stdout"] == "43\n", out
+
+
+async def many():
+    """200 sessions alive with 16 in memory: each answers with its own state."""
+    n = 200
+    async with Server("--max-sessions", "16", "--session-hibernate-after", "30") as s:
+        ids = []
+        for i in range(n):
+            sid = await create(s, "quickjs")
+            await ok(s, session_id=sid, code=f"var mine = {i} * 3")
+            ids.append(sid)
+        stored = [e for e in os.listdir(STORE) if e.endswith(".session")]
+        assert len(stored) >= n - 16, len(stored)
+        # In another order than made, so that most calls resume a stored session.
+        order = list(range(n))
+        order = order[1::2] + order[::2]
+        for i in order:
+            out = await ok(s, session_id=ids[i], code="console.log(mine)")
+            assert out["stdout"] == f"{i * 3}\n", (i, out)
+many.deadline = 600
+
+
+async def kill9():
+    """After kill -9, a session resumes as last stored, and says what was lost, once."""
+    assert TRANSPORT == "http"
+    first = HttpServer(*store_args("--session-hibernate-after", "0.5"))
+    async with http_session(first.url) as s:
+        sid = await create(s, "python")
+        await ok(s, session_id=sid, code="x = 1")
+        # Idle long enough to be stored; the next call resumes it in this process.
+        for _ in range(100):
+            if os.path.exists(os.path.join(STORE, sid + ".session")):
+                break
+            await anyio.sleep(0.1)
+        assert os.path.exists(os.path.join(STORE, sid + ".session")), os.listdir(STORE)
+        await anyio.sleep(0.3)
+        await ok(s, session_id=sid, code="x = 2\nprint(x)")
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(timeout=10)
+    with HttpServer(*store_args()) as second:
+        async with http_session(second.url) as s:
+            # While the killed server's lease is fresh, it might be alive: not taken.
+            check_tool_error(await run_code(s, session_id=sid, code="print(x)"),
+                             "is in use by", "resumed it from the session store")
+            deadline = time.monotonic() + 30
+            while True:
+                result = await run_code(s, session_id=sid, code="print(x)")
+                if not result.is_error or time.monotonic() > deadline:
+                    break
+                check_tool_error(result, "is in use by")
+                await anyio.sleep(1)
+            assert not result.is_error, text_of(result)
+            out = result.structured_content
+            assert out["status"] == "completed", out
+            assert out["stdout"] == "1\n", out
+            notice = out.get("notice") or ""
+            assert "stopped without storing" in notice and "lost" in notice, out
+            out = await ok(s, session_id=sid, code="print(x)")
+            assert out.get("notice") is None, out
+
+
+async def damaged():
+    """A damaged entry, and one session's entry under another's name, are refused."""
+    async with Server() as s:
+        a = await create(s, "quickjs")
+        await ok(s, session_id=a, code="var secret = 'a'")
+        b = await create(s, "quickjs")
+        await ok(s, session_id=b, code="var secret = 'b'")
+    path_a = os.path.join(STORE, a + ".session")
+    data = bytearray(open(path_a, "rb").read())
+    data[-1] ^= 0xFF
+    open(path_a, "wb").write(bytes(data))
+    # b's entry replaced by a copy of another session's: it must not become b.
+    c_entry = os.path.join(STORE, b + ".session")
+    async with Server() as s:
+        c = await create(s, "quickjs")
+        await ok(s, session_id=c, code="var secret = 'c'")
+    shutil.copy(os.path.join(STORE, c + ".session"), c_entry)
+    async with Server() as s:
+        check_tool_error(await run_code(s, session_id=a, code="console.log(secret)"),
+                         "checksum", "create_session")
+        check_tool_error(await run_code(s, session_id=b, code="console.log(secret)"),
+                         "not the session asked for")
+        out = await ok(s, session_id=c, code="console.log(secret)")
+        assert out["stdout"] == "c\n", out
+
+
+if __name__ == "__main__":
+    try:
+        main({f.__name__: f for f in (restart, moves, many, kill9, damaged)},
+             label=f"{TRANSPORT} ")
+    finally:
+        shutil.rmtree(STORE, ignore_errors=True)
