@@ -806,3 +806,26 @@ fn every_flag_and_variable_is_one_runbox_lists() {
         "deploy/ gives runbox what its --help does not list: {missing:?}"
     );
 }
+
+/// The replicas share one session store: a ReadWriteMany claim mounted where every
+/// replica's `--session-store` points, so a session moves when its pod goes.
+#[test]
+fn replicas_share_a_session_store_on_a_read_write_many_volume() {
+    let m = manifests();
+    let r = replicas(&m);
+    let args = args(r.container);
+    let dir = flag(&args, "--session-store").expect("--session-store");
+    let mount = seq(&r.container["volumeMounts"])
+        .iter()
+        .find(|v| s(&v["mountPath"]) == dir)
+        .expect("the session store is a mounted volume");
+    assert_ne!(mount["readOnly"].as_bool(), Some(true), "{mount:?}");
+    let volume = seq(&r.set["spec"]["template"]["spec"]["volumes"])
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    let claim = s(&volume["persistentVolumeClaim"]["claimName"]);
+    let claim = m.object("PersistentVolumeClaim", claim);
+    let modes: Vec<&str> = seq(&claim["spec"]["accessModes"]).iter().map(s).collect();
+    assert_eq!(modes, ["ReadWriteMany"], "every replica mounts it at once");
+}

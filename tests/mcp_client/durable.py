@@ -35,6 +35,7 @@ STATEFUL = {
         "class Box:\n    def __init__(self, v): self.v = v\n"
         "box = Box(double(21))\n"
         "open('kept.txt', 'w').write('file ' + str(r))\n"
+        "log = open('log.txt', 'w'); log.write('a'); log.flush()\n"
         "print(repr(float(df.values.sum())), r, box.v)",
         "print(repr(float(df.values.sum())), r, box.v)",
     ),
@@ -115,6 +116,10 @@ async def restart():
         sid = made["python"][0]
         out = await ok(s, session_id=sid, code="print(open('kept.txt').read())")
         assert out["stdout"] == "file " + made["python"][1].split()[1] + "\n", out
+        # A file the interpreter holds open is still open, on the same file.
+        out = await ok(s, session_id=sid,
+                       code="log.write('b'); log.flush(); print(open('log.txt').read())")
+        assert out["stdout"] == "ab\n", out
         # Closing a stored session removes it from the store.
         result = await s.call_tool("close_session", {"session_id": closed})
         assert not result.is_error, text_of(result)

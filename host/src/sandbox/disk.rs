@@ -185,6 +185,13 @@ impl DiskBudget {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
 
+    /// Forgets everything charged: the directory was emptied behind the books' back (a
+    /// resumed session's files put back as stored), and is charged again from here.
+    pub fn forget_all(&self) {
+        *self.ledger() = Ledger::default();
+        self.0.entries.store(0, Ordering::SeqCst);
+    }
+
     /// Registers one open descriptor of the file `key`, whose size is now `size`. The
     /// file stays open in the books until the returned handle is dropped. Also says
     /// whether the books knew the file before.

@@ -193,6 +193,7 @@ impl Session {
         let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
         let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
         stored::restore_dir(&session.sandbox.scratch, &entry.base).map_err(host)?;
+        charge_restored(&session, &entry.base);
         let limits = replay_limits(runner);
         let mut diverged = None;
         let total = entry.calls.len();
@@ -230,10 +231,19 @@ impl Session {
                 break;
             }
         }
-        // Its files as stored, whatever the replay left.
-        stored::clear_dir(&session.sandbox.scratch).map_err(host)?;
-        stored::restore_dir(&session.sandbox.scratch, &entry.files).map_err(host)?;
-        charge_restored(&session, &entry.files);
+        // Its files as stored. An exact replay left exactly those (and files its
+        // interpreter holds open stay the ones it opened); anything else is replaced.
+        let mut used = 0;
+        let replayed = stored::snapshot_dir(&session.sandbox.scratch, u64::MAX, &mut used);
+        if replayed.ok().as_ref() != Some(&entry.files) {
+            if diverged.is_none() && total > 0 {
+                diverged = Some(total);
+            }
+            stored::clear_dir(&session.sandbox.scratch).map_err(host)?;
+            stored::restore_dir(&session.sandbox.scratch, &entry.files).map_err(host)?;
+            session.sandbox.disk.forget_all();
+            charge_restored(&session, &entry.files);
+        }
         {
             let mut history = session.lock_history(session.history.as_ref().expect("durable"));
             history.created_ms = entry.created_ms;
@@ -268,8 +278,8 @@ fn replay_limits(runner: &Runner) -> RunLimits {
     limits
 }
 
-/// Restored files count against the session's scratch caps, as if its programs had
-/// written them (for good: the books cannot tell when they go).
+/// Files the host put back count against the session's scratch caps, as if its programs
+/// had written them (for good: the books cannot tell when they go).
 fn charge_restored(session: &Session, files: &[StoredFile]) {
     let disk = &session.sandbox.disk;
     for file in files {
