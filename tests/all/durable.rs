@@ -49,3 +49,8 @@ fn after_kill_9_a_session_resumes_as_last_stored_and_says_so() {
 fn damaged_and_foreign_entries_are_refused() {
     durable("stdio", "damaged", "auto");
 }
+
+#[test]
+fn a_session_that_draws_without_end_is_stored_without_its_state_and_says_so() {
+    durable("stdio", "unkept", "auto");
+}

@@ -228,9 +228,31 @@ async def damaged():
         assert out["stdout"] == "c\n", out
 
 
+async def unkept():
+    """A session whose program draws without end is not kept by the host: it is stored
+    with its files, and resumes without its variables, saying so."""
+    async with Server() as s:
+        sid = await create(s, "python")
+        await ok(s, session_id=sid, code="x = 1\nopen('data.txt', 'w').write('kept')")
+        await ok(s, session_id=sid, code="import os\nnoise = [os.urandom(1 << 20) for _ in range(6)]")
+        out = await ok(s, session_id=sid, code="print(x, len(noise))")
+        assert out["stdout"] == "1 6\n", out
+    async with Server() as s:
+        out = await ok(s, session_id=sid,
+                       code="print('x' in globals(), open('data.txt').read())")
+        assert out["stdout"] == "False kept\n", out
+        notice = out.get("notice") or ""
+        assert "without its interpreter state" in notice and "4 MiB" in notice, out
+        # From here on it is kept again.
+        await ok(s, session_id=sid, code="y = 2")
+    async with Server() as s:
+        out = await ok(s, session_id=sid, code="print(y)")
+        assert out["stdout"] == "2\n" and out.get("notice") is None, out
+
+
 if __name__ == "__main__":
     try:
-        main({f.__name__: f for f in (restart, moves, many, kill9, damaged)},
+        main({f.__name__: f for f in (restart, moves, many, kill9, damaged, unkept)},
              label=f"{TRANSPORT} ")
     finally:
         shutil.rmtree(STORE, ignore_errors=True)

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::journal::MAX_DRAWS_BYTES;
 use super::store::now_ms;
 use super::stored::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
 use super::Session;
@@ -28,6 +29,11 @@ use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
 use crate::run::{RunError, RunRequest, Runner};
 
+/// The most a session's history may hold in memory: its calls' requests, what they drew,
+/// and the files when it starts. Past it the session's interpreter state is not kept (it
+/// is stored with its files only), until a call resets the interpreter.
+pub const MAX_HISTORY_BYTES: u64 = 16 << 20;
+
 /// What rebuilds a session: where its journal starts, and the calls since.
 #[derive(Debug)]
 pub struct History {
@@ -35,8 +41,10 @@ pub struct History {
     /// The working directory when the interpreter (re)started.
     base: Vec<StoredFile>,
     calls: Vec<LoggedCall>,
-    /// Why the history cannot rebuild the state (its files could not be kept when the
-    /// interpreter was reset); the session is then stored with its files only.
+    /// What `base` and `calls` hold, in bytes.
+    bytes: u64,
+    /// Why the history cannot rebuild the state; the session is then stored with its
+    /// files only.
     broken: Option<String>,
 }
 
@@ -65,8 +73,17 @@ impl History {
             created_ms: now_ms(),
             base: Vec::new(),
             calls: Vec::new(),
+            bytes: 0,
             broken: None,
         }
+    }
+
+    /// The history stops describing the interpreter, for `why`.
+    fn give_up(&mut self, why: String) {
+        self.base.clear();
+        self.calls.clear();
+        self.bytes = 0;
+        self.broken = Some(why);
     }
 
     /// Books a call that ended: a completed one joins the history (in a runtime whose
@@ -89,6 +106,31 @@ impl History {
             return;
         }
         if outcome.status == RunStatus::Completed {
+            if self.broken.is_some() {
+                return;
+            }
+            let Some(draws) = draws else {
+                return self.give_up(format!(
+                    "a call drew more than {} MiB of random bytes and clock readings",
+                    MAX_DRAWS_BYTES >> 20
+                ));
+            };
+            let size = (call.code.len()
+                + call.args.iter().map(String::len).sum::<usize>()
+                + call.stdin.as_ref().map_or(0, Vec::len)
+                + call
+                    .files
+                    .iter()
+                    .map(|(p, b)| p.len() + b.len())
+                    .sum::<usize>()
+                + draws.bytes()) as u64;
+            if self.bytes + size > MAX_HISTORY_BYTES {
+                return self.give_up(format!(
+                    "the record of its calls grew past {} MiB",
+                    MAX_HISTORY_BYTES >> 20
+                ));
+            }
+            self.bytes += size;
             self.calls.push(LoggedCall {
                 code: call.code,
                 args: call.args,
@@ -104,17 +146,16 @@ impl History {
         if !reset {
             return;
         }
-        self.calls.clear();
+        // A new interpreter starts from the files as they are now.
         let mut used = 0;
-        match stored::snapshot_dir(&session.sandbox.scratch, u64::MAX, &mut used) {
+        match stored::snapshot_dir(&session.sandbox.scratch, MAX_HISTORY_BYTES, &mut used) {
             Ok(files) => {
+                self.calls.clear();
                 self.base = files;
+                self.bytes = used;
                 self.broken = None;
             }
-            Err(e) => {
-                self.base.clear();
-                self.broken = Some(e.to_string());
-            }
+            Err(e) => self.give_up(format!("when its interpreter was reset, {e}")),
         }
     }
 }
@@ -136,10 +177,14 @@ impl Session {
         max_bytes: u64,
     ) -> Result<StoredSession, stored::SnapshotError> {
         let history = self.history.as_ref().map(|h| self.lock_history(h));
-        let (created_ms, base, calls) = match &history {
-            Some(h) if h.broken.is_none() => (h.created_ms, h.base.clone(), h.calls.clone()),
-            Some(h) => (h.created_ms, Vec::new(), Vec::new()),
-            None => (now_ms(), Vec::new(), Vec::new()),
+        let (created_ms, base, calls, lost) = match &history {
+            Some(h) => (
+                h.created_ms,
+                h.base.clone(),
+                h.calls.clone(),
+                h.broken.clone(),
+            ),
+            None => (now_ms(), Vec::new(), Vec::new(), None),
         };
         let mut used = content_bytes(&base)
             + calls
@@ -160,6 +205,7 @@ impl Session {
             base,
             calls,
             files,
+            lost,
         })
     }
 
@@ -247,8 +293,26 @@ impl Session {
         {
             let mut history = session.lock_history(session.history.as_ref().expect("durable"));
             history.created_ms = entry.created_ms;
+            history.bytes = content_bytes(&entry.base)
+                + entry
+                    .calls
+                    .iter()
+                    .map(|c| c.code.len() as u64 + c.draws.bytes() as u64)
+                    .sum::<u64>();
             history.base = entry.base;
             history.calls = entry.calls;
+            if entry.lost.is_some() {
+                // A fresh interpreter, beside the files as stored.
+                history.base = entry.files.clone();
+                history.bytes = content_bytes(&history.base);
+            }
+        }
+        if let Some(why) = &entry.lost {
+            session.add_notice(format!(
+                "This session was resumed from the session store without its interpreter \
+                 state, which could not be kept ({why}): its files are as they were, its \
+                 variables are gone."
+            ));
         }
         if let Some(n) = diverged {
             tracing::warn!(session = %session.id, call = n, of = total, "a replayed call took another path");

@@ -36,10 +36,15 @@ impl Draws {
     }
 }
 
-/// Where the journal is: drawing from the host, or handing out a call's draws again.
+/// The most one call may draw while recording (random bytes, and 8 bytes per clock
+/// reading): past it the call cannot be replayed, and the journal stops keeping.
+pub const MAX_DRAWS_BYTES: usize = 4 << 20;
+
+/// Where the journal is: drawing from the host (keeping what it hands out, `None` once
+/// past [`MAX_DRAWS_BYTES`]), or handing out a call's draws again.
 #[derive(Debug)]
 enum Mode {
-    Record(Draws),
+    Record(Option<Draws>),
     Replay {
         draws: Draws,
         random_at: usize,
@@ -55,7 +60,7 @@ pub struct Journal(Arc<Mutex<Mode>>);
 
 impl Default for Journal {
     fn default() -> Self {
-        Journal(Arc::new(Mutex::new(Mode::Record(Draws::default()))))
+        Journal(Arc::new(Mutex::new(Mode::Record(Some(Draws::default())))))
     }
 }
 
@@ -79,7 +84,7 @@ impl Journal {
 
     /// Starts recording a new call; what was drawn before is dropped.
     pub fn record(&self) {
-        *self.mode() = Mode::Record(Draws::default());
+        *self.mode() = Mode::Record(Some(Draws::default()));
     }
 
     /// Starts handing out `draws` again (the replay of one call).
@@ -93,18 +98,19 @@ impl Journal {
         };
     }
 
-    /// What the call drew (recording), and the journal starts over for the next call.
-    pub fn take(&self) -> Draws {
-        match std::mem::replace(&mut *self.mode(), Mode::Record(Draws::default())) {
+    /// What the call drew (recording; `None` when it drew more than could be kept), and
+    /// the journal starts over for the next call.
+    pub fn take(&self) -> Option<Draws> {
+        match std::mem::replace(&mut *self.mode(), Mode::Record(Some(Draws::default()))) {
             Mode::Record(draws) => draws,
-            Mode::Replay { draws, .. } => draws,
+            Mode::Replay { draws, .. } => Some(draws),
         }
     }
 
     /// Whether a replayed call drew something it did not draw when recorded (or less of
     /// it): then the replay did not take the recorded path. Ends the replay.
     pub fn finish_replay(&self) -> bool {
-        let mode = std::mem::replace(&mut *self.mode(), Mode::Record(Draws::default()));
+        let mode = std::mem::replace(&mut *self.mode(), Mode::Record(Some(Draws::default())));
         match mode {
             Mode::Record(_) => false,
             Mode::Replay {
@@ -125,9 +131,14 @@ impl Journal {
     fn fill(&self, dst: &mut [u8]) {
         let mut mode = self.mode();
         match &mut *mode {
-            Mode::Record(draws) => {
+            Mode::Record(kept) => {
                 getrandom::getrandom(dst).expect("the host has randomness");
-                draws.random.extend_from_slice(dst);
+                if let Some(draws) = kept {
+                    draws.random.extend_from_slice(dst);
+                    if draws.bytes() > MAX_DRAWS_BYTES {
+                        *kept = None;
+                    }
+                }
             }
             Mode::Replay {
                 draws,
@@ -151,14 +162,19 @@ impl Journal {
         let mut mode = self.mode();
         let now = || if wall { host_wall() } else { host_monotonic() };
         match &mut *mode {
-            Mode::Record(draws) => {
+            Mode::Record(kept) => {
                 let value = now();
-                if wall {
-                    &mut draws.wall
-                } else {
-                    &mut draws.monotonic
+                if let Some(draws) = kept {
+                    if wall {
+                        &mut draws.wall
+                    } else {
+                        &mut draws.monotonic
+                    }
+                    .push(value);
+                    if draws.bytes() > MAX_DRAWS_BYTES {
+                        *kept = None;
+                    }
                 }
-                .push(value);
                 value
             }
             Mode::Replay {
@@ -275,7 +291,7 @@ mod tests {
             random.next_u32(),
             journal.seed(),
         );
-        let draws = journal.take();
+        let draws = journal.take().unwrap();
         assert_eq!(draws.random.len(), 8 + 4 + 16);
         journal.replay(draws.clone());
         let replayed = (
@@ -297,12 +313,30 @@ mod tests {
         let journal = Journal::default();
         let mut random = journal.random();
         random.next_u64();
-        let draws = journal.take();
+        let draws = journal.take().unwrap();
         journal.replay(draws.clone());
         random.next_u64();
         random.next_u64();
         assert!(journal.finish_replay(), "one draw too many");
         journal.replay(draws);
         assert!(journal.finish_replay(), "one draw too few");
+    }
+
+    /// A program that draws without end cannot make the host keep it all.
+    #[test]
+    fn a_call_that_draws_too_much_is_not_kept() {
+        let journal = Journal::default();
+        let mut random = journal.random();
+        let mut chunk = vec![0u8; 1 << 20];
+        for _ in 0..5 {
+            random.fill_bytes(&mut chunk);
+        }
+        assert_eq!(journal.take(), None);
+        random.fill_bytes(&mut chunk);
+        assert_eq!(
+            journal.take().unwrap().random.len(),
+            1 << 20,
+            "the next call is kept"
+        );
     }
 }

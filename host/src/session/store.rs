@@ -364,6 +364,7 @@ mod tests {
             base: vec![],
             calls: vec![],
             files: vec![],
+            lost: None,
         }
     }
 

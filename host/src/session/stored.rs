@@ -49,6 +49,9 @@ pub struct StoredSession {
     pub calls: Vec<LoggedCall>,
     /// The working directory when stored.
     pub files: Vec<StoredFile>,
+    /// Why `base` and `calls` are empty although its runtime keeps state: its interpreter
+    /// state could not be kept, and resuming it says so.
+    pub lost: Option<String>,
 }
 
 /// A file or directory of a working directory, by its `/`-separated relative path.
@@ -258,6 +261,7 @@ mod tests {
                     contents: Some(b"data".to_vec()),
                 },
             ],
+            lost: None,
         }
     }
 
