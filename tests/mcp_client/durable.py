@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import anyio
+import httpx2
 
 from harness import (HttpServer, check_tool_error, http_session, main, run_code,
                      stdio_session, text_of)
@@ -136,6 +137,8 @@ async def moves():
             assert sid.startswith("r0."), sid
             before = (await ok(s, session_id=sid, code=STATEFUL["python"][0]))["stdout"]
     with HttpServer(*store_args("--replica-id", "r1")) as r1:
+        metrics = httpx2.get(r1.url.replace("/mcp", "/metrics"), timeout=10).text
+        assert "runbox_sessions_stored 1\n" in metrics, metrics
         async with http_session(r1.url) as s:
             out = await ok(s, session_id=sid, code=STATEFUL["python"][1])
             assert out["stdout"] == before, (before, out)

@@ -240,9 +240,16 @@ async fn metrics(State(ops): State<Ops>) -> Response {
     );
     page.gauge(
         "runbox_sessions",
-        "Sessions open now (create_session).",
+        "Sessions open now (create_session), in memory.",
         runbox.sessions().len() as f64,
     );
+    if runbox.sessions().is_durable() {
+        page.gauge(
+            "runbox_sessions_stored",
+            "Sessions in the session store (--session-store), hibernated here or left by any replica.",
+            runbox.sessions().stored() as f64,
+        );
+    }
     page.gauge(
         "runbox_sessions_max",
         "Sessions that may be open at once (--max-sessions).",
