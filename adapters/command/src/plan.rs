@@ -122,13 +122,43 @@ pub fn expand_argv(
     run_args: &[String],
 ) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len() + run_args.len());
+    let args_json = json_strings(run_args);
     for item in argv {
         if item == "{args}" {
             out.extend(run_args.iter().cloned());
         } else {
-            out.push(substitute(item, |key| placeholder(settings, entry, key)));
+            out.push(substitute(item, |key| match key {
+                "args-json" => Some(args_json.as_str()),
+                _ => placeholder(settings, entry, key),
+            }));
         }
     }
+    out
+}
+
+/// `items` as a JSON array of strings: `{args-json}`, for a tool that takes its program
+/// text as an argument and can read its arguments only from that text (python's reactor
+/// build). It is also a Python list literal and a JavaScript array literal.
+pub fn json_strings(items: &[String]) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('"');
+        for c in item.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => {
+                    out.push_str(&format!("\\u{:04x}", c as u32))
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push(']');
     out
 }
 
@@ -263,6 +293,18 @@ mod tests {
         assert_eq!(sub("{{entry}}"), "{/main.py}");
         assert_eq!(sub("{}"), "{}");
         assert_eq!(sub("}{"), "}{");
+    }
+
+    #[test]
+    fn args_json_is_a_safe_literal_of_the_arguments() {
+        let s = python();
+        let args = strings(&["a b", "say \"hi\"", "back\\slash", "new\nline", "é"]);
+        let argv = expand_argv(&strings(&["x", "main({args-json})"]), &s, "/e", &args);
+        assert_eq!(
+            argv[1],
+            r#"main(["a b", "say \"hi\"", "back\\slash", "new\u000aline", "é"])"#
+        );
+        assert_eq!(json_strings(&[]), "[]");
     }
 
     #[test]
