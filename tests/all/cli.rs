@@ -480,3 +480,139 @@ fn the_readme_names_every_command_and_flag() {
         );
     }
 }
+
+/// A program in a file reads what is piped into `runbox run`; `--stdin -` says so
+/// explicitly, and is refused when the program itself comes from standard input.
+#[test]
+fn piped_stdin_reaches_a_program_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("greet.py");
+    std::fs::write(
+        &prog,
+        "import sys\nprint('hello', sys.stdin.read().strip())",
+    )
+    .unwrap();
+    let prog = prog.to_str().unwrap();
+    let out = run_piped(&["run", "python", prog], "carol\n");
+    assert_eq!(text(&out.stdout), "hello carol\n", "{}", text(&out.stderr));
+    let out = run_piped(&["run", "python", prog, "--stdin", "-"], "dave\n");
+    assert_eq!(text(&out.stdout), "hello dave\n", "{}", text(&out.stderr));
+    // Nothing piped (stdin closed): end of input at once, not a hang.
+    let out = runbox_cmd()
+        .args(["run", "python", prog])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "hello \n", "{}", text(&out.stderr));
+    let out = run_piped(&["run", "python", "--stdin", "-"], "print(1)");
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("both be read from standard input"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `-- ARGS` reach the program in every runtime that has arguments, python included,
+/// quoted as given.
+#[test]
+fn arguments_after_two_dashes_reach_every_runtime() {
+    let cases = [
+        (
+            "python",
+            "import sys\nprint(sys.argv[1:])",
+            "['a', 'b c', '\"q\"']\n",
+        ),
+        ("ruby", "p ARGV", "[\"a\", \"b c\", \"\\\"q\\\"\"]\n"),
+        (
+            "quickjs",
+            "console.log(JSON.stringify(scriptArgs.slice(1)))",
+            "[\"a\",\"b c\",\"\\\"q\\\"\"]\n",
+        ),
+        (
+            "javascript",
+            "console.log(JSON.stringify(process.argv.slice(2)))",
+            "[\"a\",\"b c\",\"\\\"q\\\"\"]\n",
+        ),
+    ];
+    for (runtime, code, expected) in cases {
+        let out = run_piped(&["run", runtime, "-", "--", "a", "b c", "\"q\""], code);
+        assert_eq!(
+            text(&out.stdout),
+            expected,
+            "{runtime}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// What a program hits in the sandbox is said in the sandbox's terms, with what to do.
+#[test]
+fn sandbox_messages_say_what_to_do() {
+    let out = run_piped(
+        &["run", "python"],
+        "import urllib.request\nurllib.request.urlopen('http://example.com')",
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("this sandbox has no network") && err.contains("files"),
+        "{err}"
+    );
+    assert!(!err.contains("getaddrinfo"), "{err}");
+    let out = run_piped(&["run", "python"], "import requests");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("No module named 'requests'") && err.contains("cannot install packages"),
+        "{err}"
+    );
+    assert!(!err.contains("site-packages"), "{err}");
+    let out = run_piped(
+        &["run", "javascript", "--memory-mb", "64"],
+        "const a = [];\nfor (;;) a.push('x'.repeat(1 << 20) + a.length);",
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("out of memory: the program reached the sandbox's memory cap"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("RUST_BACKTRACE") && !err.contains("memory allocation of"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(127), "terminated: {err}");
+}
+
+/// `runbox runtimes` lines up, and `run --help` names every built-in runtime.
+#[test]
+fn the_runtimes_table_lines_up_and_help_names_every_runtime() {
+    let _ = common::runbox();
+    let out = runbox_cmd().arg("runtimes").output().unwrap();
+    let listing = text(&out.stdout);
+    let header = listing.lines().next().unwrap();
+    let column = header.find("COMPILED").unwrap();
+    for line in listing.lines().skip(1) {
+        assert!(
+            line[column..].starts_with("yes") || line[column..].starts_with("no"),
+            "not under COMPILED: {line:?}\n{listing}"
+        );
+    }
+    let help = text(
+        &runbox_cmd()
+            .args(["run", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    for name in [
+        "python",
+        "quickjs",
+        "ruby",
+        "php-cgi",
+        "sqlite",
+        "clang",
+        "clangpp",
+        "javascript",
+    ] {
+        assert!(help.contains(name), "{name} not in run --help:\n{help}");
+    }
+}

@@ -29,3 +29,6 @@ mod tests;
 
 #[cfg(target_arch = "wasm32")]
 mod guest;
+
+#[cfg(target_arch = "wasm32")]
+mod out_of_memory;

@@ -84,6 +84,17 @@ fn parse_program_compiler(name: &str) -> Result<ProgramCompiler, String> {
     })
 }
 
+/// The help of a RUNTIME argument: the built-in runtimes by name.
+fn runtime_help() -> String {
+    let names = runbox::manifest::Manifest::builtin()
+        .map(|m| m.plugins.keys().cloned().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default();
+    format!(
+        "The runtime: {names} (the built-in ones; `runbox runtimes` lists those of \
+         --plugins and --plugins-add too)"
+    )
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a program in the sandbox and print its output.

@@ -65,23 +65,56 @@ pub fn runtimes(global: &GlobalArgs) -> Result<()> {
     let manifest = global.manifest()?;
     let cache = global.cache()?;
     let engine = SandboxEngine::new(&cache.root().join("compiled"), ProgramCompiler::default())?;
-    println!(
-        "{:<10} {:<12} {:<20} {:<8} {:<8}",
-        "NAME", "LANGUAGE", "VERSION", "FETCHED", "COMPILED"
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let rows: Vec<[String; 5]> = manifest
+        .plugins
+        .values()
+        .map(|spec| {
+            let state = cache_state(spec, &cache, &engine);
+            [
+                spec.name.clone(),
+                spec.language.clone(),
+                yes_no(state.fetched).to_string(),
+                yes_no(state.compiled).to_string(),
+                spec.version.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            ["NAME", "LANGUAGE", "FETCHED", "COMPILED", "VERSION"],
+            &rows
+        )
     );
-    for spec in manifest.plugins.values() {
-        let state = cache_state(spec, &cache, &engine);
-        let yes_no = |b: bool| if b { "yes" } else { "no" };
-        println!(
-            "{:<10} {:<12} {:<20} {:<8} {:<8}",
-            spec.name,
-            spec.language,
-            spec.version,
-            yes_no(state.fetched),
-            yes_no(state.compiled)
-        );
-    }
     Ok(())
+}
+
+/// Columns as wide as their widest cell, the last (the long versions) unpadded.
+fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
 }
 
 /// `runbox plugins fetch [NAME…]`: fetch and compile now.
@@ -93,4 +126,34 @@ pub async fn fetch(global: &GlobalArgs, names: Vec<String>) -> Result<u8> {
     let runbox = global.load(options).await?;
     eprintln!("ready: {}", runbox.runtime_names().join(", "));
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn the_runtimes_table_lines_up_however_long_a_cell() {
+        let rows = [
+            [
+                "python".to_string(),
+                "Python".into(),
+                "yes".into(),
+                "a very long version, with packages".into(),
+            ],
+            [
+                "javascript".to_string(),
+                "JavaScript".into(),
+                "no".into(),
+                "Boa".into(),
+            ],
+        ];
+        let text = table(["NAME", "LANGUAGE", "FETCHED", "VERSION"], &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "NAME        LANGUAGE    FETCHED  VERSION");
+        let column = |line: &str, word: &str| line.find(word).unwrap();
+        assert_eq!(column(lines[1], "yes"), column(lines[0], "FETCHED"));
+        assert_eq!(column(lines[2], "no"), column(lines[0], "FETCHED"));
+        assert_eq!(column(lines[1], "a very"), column(lines[0], "VERSION"));
+    }
 }

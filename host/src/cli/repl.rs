@@ -22,7 +22,7 @@ use super::{check_runtime_name, GlobalArgs};
 
 #[derive(Debug, Args)]
 pub struct ReplArgs {
-    /// The runtime (`runbox runtimes` lists them).
+    #[arg(help = super::runtime_help())]
     pub runtime: String,
     /// Wall-clock limit of each block, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]

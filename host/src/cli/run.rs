@@ -1,7 +1,7 @@
 //! `runbox run RUNTIME [FILE]`: one program, its output as a terminal shows it, its
 //! files under `--out`.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -17,11 +17,14 @@ use super::{check_runtime_name, GlobalArgs, EXIT_CRASHED, EXIT_TERMINATED, EXIT_
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The runtime (`runbox runtimes` lists them).
+    #[arg(help = super::runtime_help())]
     pub runtime: String,
     /// The program file; `-` or nothing reads it from standard input.
     pub file: Option<PathBuf>,
-    /// A file given to the program as standard input (default: none, end of input at once).
+    /// A file given to the program as standard input; `-` is runbox's own standard input
+    /// (the program then comes from FILE). Without it, what is piped into runbox is the
+    /// program's standard input when the program comes from FILE; otherwise the program
+    /// sees end of input at once.
     #[arg(long, value_name = "FILE")]
     pub stdin: Option<PathBuf>,
     /// Wall-clock limit in seconds (fractions allowed).
@@ -115,17 +118,28 @@ fn save_output_files(
 pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
     let timeout = seconds("--timeout", args.timeout)?;
     let limits = args.limits.settings(timeout, timeout)?;
-    let code = match args.file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read program file {}", p.display()))?,
-    };
-    let stdin = match &args.stdin {
+    let code_from_stdin = args.file.as_deref().is_none_or(|p| p.as_os_str() == "-");
+    let stdin = match args.stdin.as_deref() {
+        Some(p) if p.as_os_str() == "-" => {
+            if code_from_stdin {
+                anyhow::bail!(
+                    "--stdin - and the program would both be read from standard input: \
+                     give the program as a FILE"
+                );
+            }
+            Some(read_all_stdin()?)
+        }
         Some(p) => Some(
             std::fs::read(p).with_context(|| format!("cannot read stdin file {}", p.display()))?,
         ),
+        // Piped in (`printf 'carol\n' | runbox run python greet.py`): the program's.
+        None if !code_from_stdin && !std::io::stdin().is_terminal() => Some(read_all_stdin()?),
         None => None,
+    };
+    let code = match args.file.as_deref() {
+        Some(p) if !code_from_stdin => std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read program file {}", p.display()))?,
+        _ => read_stdin()?,
     };
     let files = args
         .files
@@ -183,6 +197,15 @@ pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
 /// A program's exit code as a process exit status (the low 8 bits, like a shell).
 fn exit_status_byte(code: i32) -> u8 {
     (code & 0xff) as u8
+}
+
+/// Everything piped into runbox, as the program's standard input.
+fn read_all_stdin() -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read standard input")?;
+    Ok(bytes)
 }
 
 fn read_stdin() -> Result<String> {
