@@ -54,3 +54,8 @@ fn damaged_and_foreign_entries_are_refused() {
 fn a_session_that_draws_without_end_is_stored_without_its_state_and_says_so() {
     durable("stdio", "unkept", "auto");
 }
+
+#[test]
+fn a_stdio_server_stores_its_sessions_on_sigterm() {
+    durable("stdio", "sigterm_stdio", "auto");
+}

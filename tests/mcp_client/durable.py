@@ -231,6 +231,37 @@ async def damaged():
         assert out["stdout"] == "c\n", out
 
 
+async def sigterm_stdio():
+    """A stdio server stopped by SIGTERM (not by its client leaving) stores its sessions
+    before it exits; the next server resumes them."""
+    import json
+    import subprocess
+    from harness import RUNBOX, server_env, stateless_request
+    proc = subprocess.Popen([RUNBOX, "mcp", "--quiet", *store_args()], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **server_env()}, text=True)
+
+    def call(n, name, arguments):
+        message, _ = stateless_request("tools/call", {"name": name, "arguments": arguments},
+                                       request_id=n, tasks=False)
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        while True:
+            answer = json.loads(proc.stdout.readline())
+            if answer.get("id") == n:
+                return answer["result"]["structuredContent"]
+
+    sid = call(1, "create_session", {"runtime": "python"})["session_id"]
+    out = call(2, "run_code", {"session_id": sid, "code": "import random\nr = random.random()\nprint(r)"})
+    assert out["status"] == "completed", out
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, proc.returncode
+    assert os.path.exists(os.path.join(STORE, sid + ".session")), os.listdir(STORE)
+    async with stdio_session(*store_args()) as s:
+        again = await ok(s, session_id=sid, code="print(r)")
+        assert again["stdout"] == out["stdout"], (out, again)
+
+
 async def unkept():
     """A session whose program draws without end is not kept by the host: it is stored
     with its files, and resumes without its variables, saying so."""
@@ -255,7 +286,7 @@ async def unkept():
 
 if __name__ == "__main__":
     try:
-        main({f.__name__: f for f in (restart, moves, many, kill9, damaged, unkept)},
+        main({f.__name__: f for f in (restart, moves, many, kill9, damaged, unkept, sigterm_stdio)},
              label=f"{TRANSPORT} ")
     finally:
         shutil.rmtree(STORE, ignore_errors=True)
