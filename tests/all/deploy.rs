@@ -829,3 +829,42 @@ fn replicas_share_a_session_store_on_a_read_write_many_volume() {
     let modes: Vec<&str> = seq(&claim["spec"]["accessModes"]).iter().map(s).collect();
     assert_eq!(modes, ["ReadWriteMany"], "every replica mounts it at once");
 }
+
+/// `deploy/release` packs the binary into an archive whose checksum holds and whose
+/// runbox runs a program (with this cache, so nothing is fetched again).
+#[test]
+fn the_release_archive_unpacks_to_a_working_runbox() {
+    let out = Command::new("sh")
+        .arg(repo().join("deploy/release"))
+        .env("RUNBOX_RELEASE_BINARY", env!("CARGO_BIN_EXE_runbox"))
+        .output()
+        .expect("run deploy/release");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let archive = PathBuf::from(text(&out.stdout).trim());
+    let archive = repo().join(archive);
+    let dir = archive.parent().unwrap();
+    let name = archive.file_name().unwrap().to_str().unwrap();
+    let check = Command::new("sha256sum")
+        .args(["-c", &format!("{name}.sha256")])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check.stdout));
+    let unpacked = tempfile::tempdir().unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .current_dir(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let top = unpacked.path().join(name.trim_end_matches(".tar.gz"));
+    for file in ["runbox", "README.md", "SECURITY.md", "docs/mcp.md"] {
+        assert!(top.join(file).is_file(), "{file} missing from the archive");
+    }
+    let mut run = Command::new(top.join("runbox"));
+    run.args(["--quiet", "run", "python", "-"])
+        .env("RUNBOX_CACHE_DIR", crate::common::cache_dir());
+    let ran = crate::common::output_with_stdin(&mut run, "print(6 * 7)");
+    assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+}
