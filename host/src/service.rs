@@ -84,6 +84,8 @@ pub struct RuntimeInfo {
     pub session_state: bool,
     /// What a model should know about it (plugins.toml's `note`).
     pub note: Option<String>,
+    /// The pure-Python packages added to it (`NAME==VERSION`, or a wheel's file name).
+    pub packages: Vec<String>,
 }
 
 /// A new session, as its creator is told.
@@ -346,6 +348,7 @@ impl Runbox {
                 sample: p.spec.samples.first().map(|s| s.code.clone()),
                 session_state: p.spec.session_state,
                 note: p.spec.note.clone(),
+                packages: p.spec.packages.iter().map(|p| p.describe()).collect(),
             })
             .collect()
     }

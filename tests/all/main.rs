@@ -13,6 +13,7 @@
 //! - [`adapters`]: the guest adapters' own unit tests, run natively.
 //! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
 //! - [`durable`]: sessions kept in a session store across restarts and replicas.
+//! - [`packages`]: pure-Python packages an operator adds to python.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -28,6 +29,7 @@ mod custom_plugin;
 mod deploy;
 mod durable;
 mod mcp;
+mod packages;
 mod runtimes;
 mod scale_out;
 mod scratch_limits;

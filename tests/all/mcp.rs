@@ -214,7 +214,7 @@ fn sdk_stdio_tools_and_schemas() {
 
 /// `mcp-inspector --cli ARGS` against the binary (or an HTTP server's URL in ARGS); its
 /// JSON answer.
-fn inspector(args: &[&str]) -> Value {
+pub(crate) fn inspector(args: &[&str]) -> Value {
     let bin = sdk_node_prefix().join("node_modules/.bin/mcp-inspector");
     let out = Command::new(bin)
         .arg("--cli")
@@ -234,7 +234,7 @@ fn inspector(args: &[&str]) -> Value {
 }
 
 /// The Inspector CLI's arguments for calling `tool` with `args` (`NAME=VALUE` each).
-fn tool_call<'a>(tool: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn tool_call<'a>(tool: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     let mut call = vec!["--method", "tools/call", "--tool-name", tool];
     for arg in args {
         call.extend(["--tool-arg", arg]);

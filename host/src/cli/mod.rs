@@ -60,6 +60,16 @@ pub struct GlobalArgs {
         value_delimiter = ':'
     )]
     pub plugins_add: Vec<PathBuf>,
+    /// A requirements file of pure-Python wheels every python run and session can import:
+    /// one `NAME==VERSION --hash=sha256:HEX` (or `PATH.whl --hash=…`) per line, fetched
+    /// with pip, checked, and refused if a wheel holds compiled code.
+    #[arg(
+        long,
+        global = true,
+        env = "RUNBOX_PYTHON_PACKAGES",
+        value_name = "FILE"
+    )]
+    pub python_packages: Option<PathBuf>,
     /// Where artifacts and compiled runtimes are cached [default: $XDG_CACHE_HOME/runbox].
     #[arg(long, global = true, env = "RUNBOX_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -125,6 +135,16 @@ impl GlobalArgs {
         let mut manifest = Manifest::load_or_builtin(self.plugins.as_deref())?;
         for path in &self.plugins_add {
             manifest.add(Manifest::load(path)?)?;
+        }
+        if let Some(file) = &self.python_packages {
+            let packages = runbox::plugin::packages::parse_requirements(file)?;
+            let python = manifest.plugins.get_mut("python").ok_or_else(|| {
+                anyhow::anyhow!("--python-packages: the plugins file has no `python` runtime")
+            })?;
+            if python.packages_dir.is_none() {
+                anyhow::bail!("--python-packages: the `python` runtime has no `packages-dir`");
+            }
+            python.packages.extend(packages);
         }
         Ok(manifest)
     }

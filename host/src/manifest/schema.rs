@@ -57,6 +57,80 @@ pub struct PluginSpec {
     /// (see `derived.rs`).
     #[serde(default)]
     pub derived: Vec<DerivedSpec>,
+    /// Where pure-Python packages are shown (a directory inside a mount's directory),
+    /// for `packages` and `--python-packages` (see `plugin/packages.rs`).
+    #[serde(default)]
+    pub packages_dir: Option<String>,
+    /// Pure-Python wheels every run and session can import.
+    #[serde(default)]
+    pub packages: Vec<PackageSpec>,
+}
+
+/// `[[plugins.NAME.packages]]`: one pure-Python wheel, pinned by its sha256.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PackageSpec {
+    /// A PyPI requirement (`name==1.2.3`), fetched with `pip download --no-deps`.
+    #[serde(default)]
+    pub pypi: Option<String>,
+    /// A local wheel; a relative path is resolved against the file that names it.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// Hex sha256 of the wheel file.
+    pub sha256: String,
+}
+
+impl PackageSpec {
+    /// As a person reads it: the requirement, or the wheel's file name.
+    pub fn describe(&self) -> String {
+        match (&self.pypi, &self.path) {
+            (Some(requirement), _) => requirement.clone(),
+            (None, Some(path)) => path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Checks one package: exactly one source, a pinned requirement, a sha256; a relative
+    /// path made absolute against `base_dir`.
+    pub fn check(&mut self, base_dir: &Path) -> Result<(), String> {
+        match (&self.pypi, &self.path) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err("give either `pypi` (name==version) or `path` (a .whl file)".into())
+            }
+            (Some(requirement), None) => {
+                let (name, version) = requirement.split_once("==").unwrap_or(("", ""));
+                let ok = |s: &str| {
+                    !s.is_empty()
+                        && s.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"._-+!".contains(&b))
+                };
+                if !ok(name) || !ok(version) {
+                    return Err(format!(
+                        "`{requirement}` is not a pinned requirement: write NAME==VERSION"
+                    ));
+                }
+            }
+            (None, Some(path)) => {
+                if path.extension().and_then(|e| e.to_str()) != Some("whl") {
+                    return Err(format!("`{}` is not a wheel (.whl)", path.display()));
+                }
+                if path.is_relative() {
+                    self.path = Some(base_dir.join(path));
+                }
+            }
+        }
+        if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "the sha256 of {} must be 64 hex digits",
+                self.describe()
+            ));
+        }
+        self.sha256.make_ascii_lowercase();
+        Ok(())
+    }
 }
 
 /// `[[plugins.NAME.derived]]`: a directory a tool makes once, mounted at `/DIR`.

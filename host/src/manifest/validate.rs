@@ -28,6 +28,7 @@ pub(super) fn entry(
         .and_then(|()| tools(&mut spec, base_dir))
         .and_then(|()| derived(&spec))
         .and_then(|()| mounts(&mut spec, base_dir))
+        .and_then(|()| packages(&mut spec, base_dir))
         .and_then(|()| settings(&spec));
     if let Err((field, message)) = checked {
         return Err(ManifestError::Field {
@@ -39,6 +40,21 @@ pub(super) fn entry(
     }
     spec.name = name.to_string();
     Ok(spec)
+}
+
+fn packages(spec: &mut PluginSpec, base_dir: &Path) -> Result<(), FieldError> {
+    if !spec.packages.is_empty() && spec.packages_dir.is_none() {
+        return Err(refuse(
+            "packages",
+            "this runtime has no `packages-dir`: it cannot show packages to programs",
+        ));
+    }
+    for package in &mut spec.packages {
+        package
+            .check(base_dir)
+            .map_err(|m| refuse("packages", &m))?;
+    }
+    Ok(())
 }
 
 fn runtime_name(name: &str) -> Result<(), FieldError> {

@@ -280,6 +280,10 @@ pub struct RuntimeEntry {
     pub session_state: bool,
     /// What a model should know about the runtime beyond its name and version, if anything.
     pub note: Option<String>,
+    /// Packages the server's operator added (`NAME==VERSION`): importable in every run
+    /// and session. Only present when there are some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
 }
 
 impl From<RuntimeInfo> for RuntimeEntry {
@@ -292,6 +296,7 @@ impl From<RuntimeInfo> for RuntimeEntry {
             sample: info.sample,
             session_state: info.session_state,
             note: info.note,
+            packages: info.packages,
         }
     }
 }
@@ -551,6 +556,7 @@ mod tests {
             sample: None,
             session_state: false,
             note: None,
+            packages: Vec::new(),
         }
     }
 

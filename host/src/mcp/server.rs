@@ -562,6 +562,7 @@ mod tests {
             sample: None,
             session_state: true,
             note: Some("plt.show() saves each figure as figure-N.png".into()),
+            packages: Vec::new(),
         }
     }
 

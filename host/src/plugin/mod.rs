@@ -12,6 +12,7 @@ pub mod compiled_cache;
 pub mod componentize;
 pub mod derived;
 pub mod engine;
+pub mod packages;
 pub mod preparation;
 pub mod snapshot;
 
@@ -158,8 +159,8 @@ pub fn load_plugin(
     identity.update(transform_fingerprint().as_bytes());
     identity.update(
         format!(
-            "{:?}{:?}{:?}{:?}",
-            spec.tools, spec.mounts, spec.derived, spec.settings
+            "{:?}{:?}{:?}{:?}{:?}{:?}",
+            spec.tools, spec.mounts, spec.derived, spec.settings, spec.packages_dir, spec.packages
         )
         .as_bytes(),
     );
@@ -272,6 +273,13 @@ pub fn load_plugin(
         derived.push(mount);
     }
     mounts.extend(derived);
+    if let (Some(dir), false) = (&spec.packages_dir, spec.packages.is_empty()) {
+        crate::plugin::packages::mount_packages(&spec.packages, dir, &mut mounts, cache, progress)
+            .map_err(|e| match e {
+                crate::plugin::packages::PackagesError::Artifact(e) => PluginError::Artifact(e),
+                other => invalid(other.to_string()),
+            })?;
+    }
 
     Ok(LoadedPlugin {
         settings: Arc::new(spec.plugin_settings()),

@@ -227,6 +227,69 @@ impl Cache {
         Ok(dir)
     }
 
+    /// The wheel of a pinned PyPI requirement (`name==1.2.3`), downloaded once with
+    /// `pip download --no-deps` and checked against `sha256`.
+    pub fn wheel(
+        &self,
+        requirement: &str,
+        sha256: &str,
+        progress: &Progress,
+    ) -> Result<PathBuf, ArtifactError> {
+        let spec = ArtifactSpec {
+            npm: None,
+            pypi: Some(requirement.to_string()),
+            path: None,
+            file: Some(String::new()),
+            inner: None,
+            sha256: sha256.to_string(),
+        };
+        let wheel = self.package(PackageKind::Pypi, requirement, &spec, progress)?;
+        self.checked_wheel(&wheel, &spec)?;
+        Ok(wheel)
+    }
+
+    /// `wheel`'s sha256 against `spec`'s (a local wheel's too).
+    pub fn checked_wheel(&self, wheel: &Path, spec: &ArtifactSpec) -> Result<(), ArtifactError> {
+        let actual = verify::sha256_file(wheel).map_err(|source| ArtifactError::LocalFile {
+            path: wheel.to_path_buf(),
+            source,
+        })?;
+        verify::check(spec, &actual)
+    }
+
+    /// A directory with `base`'s files (hard links) and `dir/` made by `fill`, named by
+    /// `key` under the cache's mounts and made once: a mount with more files in it.
+    pub fn mount_with(
+        &self,
+        base: &Path,
+        key: &str,
+        fill: impl FnOnce(&Path) -> Result<(), ArtifactError>,
+    ) -> Result<PathBuf, ArtifactError> {
+        let mounts = self.root.join(MOUNTS);
+        let dest = mounts.join(format!("with-{key}"));
+        if dest.is_dir() {
+            return Ok(dest);
+        }
+        let tmp = temp_dir(&mounts)?;
+        for entry in fs::read_dir(base)
+            .map_err(|e| ArtifactError::io(format!("cannot read {}", base.display()), e))?
+        {
+            let entry = entry
+                .map_err(|e| ArtifactError::io(format!("cannot read {}", base.display()), e))?;
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                let target = tmp.path().join(entry.file_name());
+                if fs::hard_link(entry.path(), &target).is_err() {
+                    fs::copy(entry.path(), &target).map_err(|e| {
+                        ArtifactError::io(format!("cannot copy {}", entry.path().display()), e)
+                    })?;
+                }
+            }
+        }
+        fill(tmp.path())?;
+        install_dir(tmp, &dest)?;
+        Ok(dest)
+    }
+
     /// The downloaded package file for `package`, downloading it if needed.
     fn package(
         &self,
