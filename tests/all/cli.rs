@@ -616,3 +616,24 @@ fn the_runtimes_table_lines_up_and_help_names_every_runtime() {
         assert!(help.contains(name), "{name} not in run --help:\n{help}");
     }
 }
+
+/// `runbox repl` in a real terminal: tests/terminal/repl.py drives it through a pty
+/// (Ctrl-C keeping the session, history, :save, unknown commands, multi-line SQL).
+#[test]
+fn the_repl_in_a_terminal() {
+    let _ = common::runbox();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/terminal/repl.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3 tests/terminal/repl.py");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}

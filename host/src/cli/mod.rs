@@ -7,6 +7,7 @@ mod limits;
 mod mcp;
 mod plugins;
 mod repl;
+mod repl_input;
 mod run;
 mod terminal;
 

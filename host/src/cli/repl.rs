@@ -1,24 +1,31 @@
 //! `runbox repl RUNTIME`: a session at a terminal, so a person sees what a model sees.
 //!
-//! Each entered block is one `run_code` call in one session. A line runs as soon as it
-//! is entered, unless it opens a block: it ends with `:`, `{`, `(`, `[`, `,`, `\` or
-//! ` do` (or `|…|` after `do`), or a block is already open; then lines gather until an
-//! empty line. `:quit` (or end of input) ends the session, `:files` lists the session's
-//! files from the last call, `:help` says this.
+//! Each entered block is one `run_code` call in one session; `repl_input.rs` says where a
+//! block ends for each runtime. At a terminal the line is edited with rustyline: arrows,
+//! history (kept per runtime in the user's data directory), Ctrl-C clears the line,
+//! Ctrl-D leaves. Ctrl-C while a block runs stops it and keeps the session's state: the
+//! session keeps a journal of its blocks (as a durable session does, see
+//! `session/durable.rs`), and the interpreter is rebuilt from the blocks before. Lines
+//! starting with `:` are the REPL's own commands (`:help`); an unknown one is refused,
+//! never sent to the interpreter.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use clap::Args;
+use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::seconds;
+use super::repl_input::{Blocks, Statements};
 use super::terminal::replay_as_terminal;
-use clap::Args;
-use runbox::files::ReturnCaps;
+use super::{check_runtime_name, GlobalArgs};
+use runbox::files::{OutputFile, ReturnCaps};
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
-
-use super::limits::seconds;
-use super::{check_runtime_name, GlobalArgs};
+use runbox::session::store::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
 
 #[derive(Debug, Args)]
 pub struct ReplArgs {
@@ -33,6 +40,12 @@ pub struct ReplArgs {
 pub async fn command(global: &GlobalArgs, args: ReplArgs) -> Result<u8> {
     let timeout = seconds("--timeout", args.timeout)?;
     check_runtime_name(global, &args.runtime)?;
+    // The session's journal (what rebuilds it after Ctrl-C) lives with a session store;
+    // this one is the REPL's own, and goes with it.
+    let store = tempfile::Builder::new()
+        .prefix("runbox-repl-")
+        .tempdir()
+        .context("cannot make the REPL's temporary directory")?;
     let options = RunboxOptions {
         limits: LimitSettings {
             max_timeout: timeout,
@@ -42,157 +55,369 @@ pub async fn command(global: &GlobalArgs, args: ReplArgs) -> Result<u8> {
         max_concurrent: 1,
         max_sessions: 1,
         only: vec![args.runtime.clone()],
+        session_store: Some(StoreSettings {
+            dir: store.path().to_path_buf(),
+            max_entries: 1,
+            ttl: DEFAULT_STORED_TTL,
+            max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
+        }),
+        // Never stored while the REPL is open: it is the only session.
+        session_hibernate_after: std::time::Duration::from_secs(86_400),
         ..RunboxOptions::default()
     };
     let runbox = global.load(options).await?;
     repl(&runbox, &args.runtime, timeout).await
 }
 
-const HELP: &str = "Enter code; a line runs when entered, unless it opens a block (ends \
-with `:`, `{`, `(`, `[`, `,`, `\\` or `do`): then an empty line runs the block. Each block \
-is one call in this session, with what earlier calls defined. :files lists the files the \
-last call wrote, :quit (or Ctrl-D) ends the session.";
+/// Ctrl-C while a block runs (the terminal is then in its usual mode, so Ctrl-C is
+/// SIGINT). Listened to from the REPL's start: a SIGINT never ends runbox itself.
+/// (At the prompt the line editor reads Ctrl-C as a key.)
+struct Interrupts(Option<tokio::signal::unix::Signal>);
 
-/// Whether `line` leaves a block open, so more lines follow before it runs.
-pub fn opens_block(line: &str) -> bool {
-    let line = line.trim_end();
-    ['{', '(', '[', ':', ',', '\\']
+impl Interrupts {
+    fn new() -> Interrupts {
+        Interrupts(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok())
+    }
+
+    async fn next(&mut self) {
+        match &mut self.0 {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The REPL's own commands, for `:help`.
+const COMMANDS: &str = "\
+:help             this help
+:files            the files the blocks wrote (the latest of each)
+:save NAME [DEST] copy a file a block wrote to DEST (default: ./NAME's file name)
+:open NAME        show a file a block wrote with the desktop's viewer
+:quit             end the session (or Ctrl-D)
+Ctrl-C stops a running block (the session keeps what earlier blocks made) or clears the line.";
+
+/// Where a runtime's history is kept: `$XDG_DATA_HOME/runbox/history/RUNTIME`.
+fn history_path(runtime: &str) -> Option<PathBuf> {
+    let dir = dirs::data_dir()?.join("runbox").join("history");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join(runtime))
+}
+
+/// One line from the person (or a pipe).
+enum Input {
+    Line(String),
+    /// Ctrl-C at the prompt: the line (and any block gathering) is dropped.
+    Interrupted,
+    End,
+}
+
+/// Lines from a terminal, edited, with history; or from a pipe, as they come.
+enum Reader {
+    Terminal {
+        editor: Box<rustyline::DefaultEditor>,
+        history: Option<PathBuf>,
+    },
+    Pipe(std::io::Lines<std::io::StdinLock<'static>>),
+}
+
+impl Reader {
+    fn new(runtime: &str) -> Reader {
+        if std::io::stdin().is_terminal() {
+            if let Ok(mut editor) = rustyline::DefaultEditor::new() {
+                let history = history_path(runtime);
+                if let Some(path) = &history {
+                    let _ = editor.load_history(path);
+                }
+                return Reader::Terminal {
+                    editor: Box::new(editor),
+                    history,
+                };
+            }
+        }
+        Reader::Pipe(std::io::stdin().lock().lines())
+    }
+
+    fn interactive(&self) -> bool {
+        matches!(self, Reader::Terminal { .. })
+    }
+
+    fn read(&mut self, prompt: &str) -> Result<Input> {
+        match self {
+            Reader::Terminal { editor, history } => match editor.readline(prompt) {
+                Ok(line) => {
+                    if !line.trim().is_empty() {
+                        let _ = editor.add_history_entry(line.as_str());
+                        if let Some(path) = history {
+                            let _ = editor.append_history(path);
+                        }
+                    }
+                    Ok(Input::Line(line))
+                }
+                Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
+                Err(ReadlineError::Eof) => Ok(Input::End),
+                Err(e) => Err(e.into()),
+            },
+            Reader::Pipe(lines) => match lines.next() {
+                Some(line) => Ok(Input::Line(line?)),
+                None => Ok(Input::End),
+            },
+        }
+    }
+}
+
+/// A line that is one of the REPL's commands (`:word …`), as its words.
+fn command_words(line: &str) -> Option<Vec<&str>> {
+    let rest = line.trim().strip_prefix(':')?;
+    let word = rest.split_whitespace().next()?;
+    word.chars()
+        .all(|c| c.is_ascii_alphabetic())
+        .then(|| rest.split_whitespace().collect())
+}
+
+/// What the session's blocks wrote, the latest of each file.
+#[derive(Default)]
+struct Written(BTreeMap<String, OutputFile>);
+
+impl Written {
+    fn get(&self, name: &str) -> Result<&OutputFile, String> {
+        self.0.get(name).ok_or_else(|| {
+            if self.0.is_empty() {
+                format!("no block wrote `{name}` (none wrote any file yet)")
+            } else {
+                let names: Vec<&str> = self.0.keys().map(String::as_str).collect();
+                format!("no block wrote `{name}`; they wrote: {}", names.join(", "))
+            }
+        })
+    }
+
+    /// Writes `name` to `dest` (a directory gets it under its file name).
+    fn save(&self, name: &str, dest: Option<&str>) -> Result<PathBuf, String> {
+        let file = self.get(name)?;
+        let bytes = file
+            .contents
+            .as_ref()
+            .ok_or_else(|| format!("`{name}` was too large to keep"))?;
+        let base = Path::new(name)
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("file"));
+        let dest = match dest {
+            None => base,
+            Some(d) if Path::new(d).is_dir() => Path::new(d).join(base),
+            Some(d) => PathBuf::from(d),
+        };
+        std::fs::write(&dest, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        Ok(dest)
+    }
+}
+
+/// The desktop's viewer, when there is a desktop and a viewer on PATH.
+fn viewer() -> Option<&'static str> {
+    let candidates: &[&str] = if cfg!(target_os = "macos") {
+        &["open"]
+    } else {
+        let desktop = ["DISPLAY", "WAYLAND_DISPLAY"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+        if !desktop {
+            return None;
+        }
+        &["xdg-open", "gio"]
+    };
+    let path = std::env::var_os("PATH")?;
+    candidates
         .iter()
-        .any(|c| line.ends_with(*c))
-        || line.ends_with(" do")
-        || line == "do"
-        || (line.contains(" do |") && line.ends_with('|'))
+        .copied()
+        .find(|c| std::env::split_paths(&path).any(|d| d.join(c).is_file()))
 }
 
-/// Splits input into the blocks the REPL runs, as [`opens_block`] says.
-pub struct Blocks {
-    pending: Vec<String>,
-}
-
-impl Blocks {
-    pub fn new() -> Blocks {
-        Blocks {
-            pending: Vec::new(),
-        }
-    }
-
-    /// Whether lines are gathering (for the prompt).
-    pub fn is_open(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
-    /// Takes one line; returns a block once one is complete.
-    pub fn push(&mut self, line: &str) -> Option<String> {
-        let line = line.trim_end_matches(['\n', '\r']);
-        if self.pending.is_empty() {
-            if line.trim().is_empty() {
-                return None;
+/// `:open NAME`: the file saved in a temporary directory, shown with the viewer.
+fn open(written: &Written, name: &str, shown: &Path) -> Result<String, String> {
+    let _ = std::fs::create_dir_all(shown);
+    let path = written.save(name, Some(&shown.to_string_lossy()))?;
+    match viewer() {
+        Some(program) => {
+            let mut cmd = std::process::Command::new(program);
+            if program == "gio" {
+                cmd.arg("open");
             }
-            if !opens_block(line) {
-                return Some(line.to_string());
-            }
-            self.pending.push(line.to_string());
-            return None;
+            cmd.arg(&path)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start {program}: {e}"))?;
+            Ok(format!("opened {} with {program}", path.display()))
         }
-        if line.trim().is_empty() {
-            return self.finish();
-        }
-        self.pending.push(line.to_string());
-        None
-    }
-
-    /// What is still gathering, at the end of input.
-    pub fn finish(&mut self) -> Option<String> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        Some(std::mem::take(&mut self.pending).join("\n") + "\n")
+        None => Ok(format!(
+            "no desktop viewer here (no display, or no xdg-open): saved to {}",
+            path.display()
+        )),
     }
 }
 
-impl Default for Blocks {
-    fn default() -> Self {
-        Blocks::new()
-    }
+/// The banner: what this runtime keeps and how a block ends.
+fn banner(runbox: &Runbox, runtime: &str, statements: Statements, id: &str) -> String {
+    let info = runbox.runtimes().into_iter().find(|r| r.name == runtime);
+    let (language, version, keeps) = info
+        .map(|r| (r.language, r.version, r.session_state))
+        .unwrap_or_default();
+    let kept = match (keeps, statements) {
+        (true, Statements::Sql) => "tables and settings carry over from one statement to the next",
+        (true, Statements::Lines) => "what a block defines carries over to the next ones",
+        (false, _) => "files carry over; each block runs anew",
+    };
+    format!(
+        "runbox repl: {language} ({version}), session {id}: {kept}.\n{}.\n:help for commands, Ctrl-C stops a block, Ctrl-D leaves.",
+        capitalized(statements.describe())
+    )
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
+        .unwrap_or_default()
 }
 
 /// Runs the REPL for `runtime` on this process's stdin and stdout; returns the exit
 /// status (0, or 1 when the last call did not complete).
 pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) -> Result<u8> {
     let session = runbox.create_session(runtime).await?;
-    let interactive = std::io::stdin().is_terminal();
-    let kept = if session.keeps_state {
-        "variables, functions and imports carry over"
-    } else {
-        "files carry over; each block runs anew"
-    };
-    if interactive {
+    let language = runbox
+        .runtimes()
+        .into_iter()
+        .find(|r| r.name == runtime)
+        .map(|r| r.language)
+        .unwrap_or_default();
+    let statements = Statements::of(runtime, &language);
+    let mut reader = Reader::new(runtime);
+    // After the line editor, which installs a SIGINT handler of its own when made: this
+    // one goes over it (and passes the signal on to it).
+    let mut interrupts = Interrupts::new();
+    if reader.interactive() {
         eprintln!(
-            "runbox repl: {runtime} session {} ({kept}). :help for help, Ctrl-D to end.",
-            session.session_id
+            "{}",
+            banner(runbox, runtime, statements, &session.session_id)
         );
     }
-    let mut blocks = Blocks::new();
-    let mut last: Option<RunOutcome> = None;
+    let shown = std::env::temp_dir().join(format!("runbox-repl-{}", std::process::id()));
+    let mut blocks = Blocks::new(statements);
+    let mut written = Written::default();
     let mut status = 0;
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
     loop {
-        if interactive {
-            eprint!("{}", if blocks.is_open() { "... " } else { ">>> " });
-            std::io::stderr().flush()?;
-        }
-        let block = match lines.next() {
-            Some(line) => {
-                let line = line?;
-                match line.trim() {
-                    ":quit" | ":exit" | ":q" if !blocks.is_open() => break,
-                    ":help" if !blocks.is_open() => {
-                        eprintln!("{HELP}");
-                        continue;
-                    }
-                    ":files" if !blocks.is_open() => {
-                        list_files(last.as_ref());
-                        continue;
-                    }
-                    _ => blocks.push(&line),
-                }
+        let prompt = if blocks.is_open() { "... " } else { ">>> " };
+        let line = match reader.read(prompt)? {
+            Input::Line(line) => line,
+            Input::Interrupted => {
+                blocks.clear();
+                continue;
             }
-            None => match blocks.finish() {
-                Some(block) => Some(block),
+            Input::End => match blocks.finish() {
+                Some(block) => {
+                    status = run_block(
+                        runbox,
+                        &session.session_id,
+                        block,
+                        timeout,
+                        &mut written,
+                        &mut interrupts,
+                    )
+                    .await?;
+                    break;
+                }
                 None => break,
             },
         };
-        let Some(code) = block else { continue };
-        let outcome = runbox
-            .run(
-                RunRequest {
-                    code,
-                    limits: LimitOverrides {
-                        timeout: Some(timeout),
-                        memory_bytes: None,
-                        max_timeout: None,
+        if !blocks.is_open() {
+            if let Some(words) = command_words(&line) {
+                match words.as_slice() {
+                    ["quit" | "exit" | "q"] => break,
+                    ["help"] => eprintln!("{}\n{COMMANDS}", capitalized(statements.describe())),
+                    ["files"] => list_files(&written),
+                    ["save", name] | ["save", name, _] => {
+                        match written.save(name, words.get(2).copied()) {
+                            Ok(path) => eprintln!("saved {name} to {}", path.display()),
+                            Err(e) => eprintln!("{e}"),
+                        }
+                    }
+                    ["open", name] => match open(&written, name, &shown) {
+                        Ok(said) | Err(said) => eprintln!("{said}"),
                     },
-                    return_caps: ReturnCaps::everything(),
-                    session_id: Some(session.session_id.clone()),
-                    ..RunRequest::default()
-                },
-                CancellationToken::new(),
-            )
-            .await?;
-        show(&outcome)?;
-        status = if outcome.status == RunStatus::Completed {
-            0
-        } else {
-            1
+                    [other, ..] => eprintln!(
+                        "unknown command :{other} (not sent to {runtime}); :help lists the commands"
+                    ),
+                    [] => {}
+                }
+                continue;
+            }
+        }
+        let Some(code) = blocks.push(&line) else {
+            continue;
         };
-        last = Some(outcome);
+        status = run_block(
+            runbox,
+            &session.session_id,
+            code,
+            timeout,
+            &mut written,
+            &mut interrupts,
+        )
+        .await?;
     }
     runbox.close_session(&session.session_id)?;
+    let _ = std::fs::remove_dir_all(&shown);
     Ok(status)
 }
 
-/// The call's output as a terminal shows it, then what went wrong, if anything.
+/// Runs one block; Ctrl-C (`interrupts`) stops it, and the session keeps its state.
+/// Its exit status.
+async fn run_block(
+    runbox: &Runbox,
+    session_id: &str,
+    code: String,
+    timeout: std::time::Duration,
+    written: &mut Written,
+    interrupts: &mut Interrupts,
+) -> Result<u8> {
+    let cancel = CancellationToken::new();
+    let run = runbox.run(
+        RunRequest {
+            code,
+            limits: LimitOverrides {
+                timeout: Some(timeout),
+                memory_bytes: None,
+                max_timeout: None,
+            },
+            return_caps: ReturnCaps::everything(),
+            session_id: Some(session_id.to_string()),
+            keep_state_when_stopped: true,
+            ..RunRequest::default()
+        },
+        cancel.clone(),
+    );
+    tokio::pin!(run);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut run => break outcome,
+            () = interrupts.next() => cancel.cancel(),
+        }
+    };
+    let outcome = outcome?;
+    show(&outcome)?;
+    let status = u8::from(outcome.status != RunStatus::Completed);
+    for file in outcome.files {
+        written.0.insert(file.path.clone(), file);
+    }
+    Ok(status)
+}
+
+/// The call's output as a terminal shows it, then what went wrong, if anything, and the
+/// files it wrote (with how to get them).
 fn show(outcome: &RunOutcome) -> Result<()> {
     replay_as_terminal(outcome)?;
     let mut err = std::io::stderr().lock();
@@ -203,55 +428,37 @@ fn show(outcome: &RunOutcome) -> Result<()> {
         writeln!(err, "[{}: {e}]", outcome.status.as_str())?;
     }
     for file in &outcome.files {
-        writeln!(err, "[wrote {} ({} bytes)]", file.path, file.size)?;
+        writeln!(
+            err,
+            "[wrote {} ({} bytes): :save {} [DEST], :open {}]",
+            file.path, file.size, file.path, file.path
+        )?;
     }
     Ok(())
 }
 
-fn list_files(last: Option<&RunOutcome>) {
-    match last.map(|o| &o.files) {
-        Some(files) if !files.is_empty() => {
-            for f in files {
-                eprintln!("{} ({} bytes, {})", f.path, f.size, f.mime_type);
-            }
-        }
-        _ => eprintln!("the last call wrote no files"),
+fn list_files(written: &Written) {
+    if written.0.is_empty() {
+        eprintln!("no block wrote a file yet");
+    }
+    for f in written.0.values() {
+        eprintln!("{} ({} bytes, {})", f.path, f.size, f.mime_type);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::command_words;
 
     #[test]
-    fn lines_run_at_once_and_blocks_at_an_empty_line() {
-        let mut b = Blocks::new();
-        assert_eq!(b.push("x = 1\n"), Some("x = 1".into()));
-        assert_eq!(b.push(""), None);
-        assert_eq!(b.push("def f(a):"), None);
-        assert!(b.is_open());
-        assert_eq!(b.push("    return a"), None);
-        assert_eq!(b.push(""), Some("def f(a):\n    return a\n".into()));
-        assert_eq!(b.push("function g() {"), None);
-        assert_eq!(b.finish(), Some("function g() {\n".into()));
-        assert!(!b.is_open());
-    }
-
-    #[test]
-    fn what_opens_a_block() {
-        for open in [
-            "if x:",
-            "f(",
-            "[1,",
-            "do",
-            "xs.each do |x|",
-            "a \\",
-            "int main() {",
-        ] {
-            assert!(opens_block(open), "{open}");
-        }
-        for line in ["print(1)", "x = [1]", "puts 'do'", "done"] {
-            assert!(!opens_block(line), "{line}");
-        }
+    fn commands_are_colon_words_and_code_is_not() {
+        assert_eq!(
+            command_words(":save a.png out/"),
+            Some(vec!["save", "a.png", "out/"])
+        );
+        assert_eq!(command_words("  :bogus"), Some(vec!["bogus"]));
+        assert_eq!(command_words("x = {'a': 1}"), None);
+        assert_eq!(command_words(":\"quoted\""), None);
+        assert_eq!(command_words("::"), None);
     }
 }

@@ -209,6 +209,7 @@ impl RunboxServer {
             presentation_bytes: self.presentation_bytes(),
             session_id: input.session_id,
             watch: Some(watch.clone()),
+            keep_state_when_stopped: false,
         };
         let doing = format!("running {what}");
         if !as_task {

@@ -31,6 +31,10 @@ pub struct RunRequest {
     pub session_id: Option<String>,
     /// Lets the caller look at the call while it runs (its output so far).
     pub watch: Option<Arc<RunWatch>>,
+    /// In a session with a history (`--session-store`, or `runbox repl`): when the
+    /// caller stops the call, rebuild the interpreter from the calls before it instead
+    /// of losing its state (`runbox repl`'s Ctrl-C).
+    pub keep_state_when_stopped: bool,
 }
 
 /// A window on a call under way: what it has written so far, for progress notes and a

@@ -228,32 +228,37 @@ impl Session {
         });
     }
 
-    /// Rebuilds `entry` in a fresh instance of `plugin`: its files as the journal
-    /// started, each call again, then its files as stored. What could not be rebuilt
-    /// exactly goes into the next result's notice.
-    pub(super) async fn resume(
-        entry: StoredSession,
+    /// Runs `calls` again in this session's interpreter (fresh: none kept yet), on top of
+    /// `base` in its (empty) working directory, with the draws they had; then puts
+    /// `files` in place of what the replay left, unless it left exactly them (which, unless
+    /// `files_may_differ`, it must). Returns the call (counting from 1) that did not do
+    /// what it did the first time, if one did not.
+    async fn replay_onto(
+        self: &Arc<Self>,
         runner: &Runner,
-        plugin: Arc<LoadedPlugin>,
-    ) -> Result<Arc<Session>, RunError> {
+        base: &[StoredFile],
+        calls: &[LoggedCall],
+        files: &[StoredFile],
+        files_may_differ: bool,
+    ) -> Result<Option<usize>, RunError> {
         let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
-        let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
-        stored::restore_dir(&session.sandbox.scratch, &entry.base).map_err(host)?;
-        charge_restored(&session, &entry.base);
+        let scratch = &self.sandbox.scratch;
+        stored::restore_dir(scratch, base).map_err(host)?;
+        self.sandbox.disk.forget_all();
+        charge_restored(self, base);
         let limits = replay_limits(runner);
         let mut diverged = None;
-        let total = entry.calls.len();
-        for (n, call) in entry.calls.iter().enumerate() {
+        for (n, call) in calls.iter().enumerate() {
             let request = RunRequest {
-                runtime: session.runtime.clone(),
+                runtime: self.runtime.clone(),
                 code: call.code.clone(),
                 stdin: call.stdin.clone(),
                 args: call.args.clone(),
                 files: call.files.clone(),
-                session_id: Some(session.id.clone()),
+                session_id: Some(self.id.clone()),
                 ..RunRequest::default()
             };
-            let outcome = session
+            let outcome = self
                 .run_call(
                     runner,
                     request,
@@ -262,7 +267,7 @@ impl Session {
                     Some(call.draws.clone()),
                 )
                 .await?;
-            let same_path = !session
+            let same_path = !self
                 .sandbox
                 .journal
                 .as_ref()
@@ -277,19 +282,60 @@ impl Session {
                 break;
             }
         }
-        // Its files as stored. An exact replay left exactly those (and files its
-        // interpreter holds open stay the ones it opened); anything else is replaced.
+        // An exact replay left exactly `files` (and files its interpreter holds open stay
+        // the ones it opened); anything else is replaced.
         let mut used = 0;
-        let replayed = stored::snapshot_dir(&session.sandbox.scratch, u64::MAX, &mut used);
-        if replayed.ok().as_ref() != Some(&entry.files) {
-            if diverged.is_none() && total > 0 {
-                diverged = Some(total);
+        let replayed = stored::snapshot_dir(scratch, u64::MAX, &mut used);
+        if replayed.ok().as_deref() != Some(files) {
+            if diverged.is_none() && !calls.is_empty() && !files_may_differ {
+                diverged = Some(calls.len());
             }
-            stored::clear_dir(&session.sandbox.scratch).map_err(host)?;
-            stored::restore_dir(&session.sandbox.scratch, &entry.files).map_err(host)?;
-            session.sandbox.disk.forget_all();
-            charge_restored(&session, &entry.files);
+            stored::clear_dir(scratch).map_err(host)?;
+            stored::restore_dir(scratch, files).map_err(host)?;
+            self.sandbox.disk.forget_all();
+            charge_restored(self, files);
         }
+        Ok(diverged)
+    }
+
+    /// Rebuilds the interpreter a stopped call dropped, from the history (the session's
+    /// files stay as they are now): what `runbox repl` does on Ctrl-C. Says whether the
+    /// state came back exactly.
+    pub(super) async fn rebuild(self: &Arc<Self>, runner: &Runner) -> Result<bool, RunError> {
+        let host = |e: std::io::Error| RunError::Host(format!("cannot rebuild the session: {e}"));
+        let Some(history) = &self.history else {
+            return Ok(false);
+        };
+        let (base, calls, broken) = {
+            let h = self.lock_history(history);
+            (h.base.clone(), h.calls.clone(), h.broken.is_some())
+        };
+        if broken {
+            return Ok(false);
+        }
+        let mut used = 0;
+        let now = stored::snapshot_dir(&self.sandbox.scratch, MAX_HISTORY_BYTES * 16, &mut used)
+            .map_err(|e| RunError::Host(format!("cannot rebuild the session: {e}")))?;
+        stored::clear_dir(&self.sandbox.scratch).map_err(host)?;
+        // The stopped call may have changed the files: they are kept as it left them.
+        let diverged = self.replay_onto(runner, &base, &calls, &now, true).await?;
+        Ok(diverged.is_none())
+    }
+
+    /// Rebuilds `entry` in a fresh instance of `plugin`: its files as the journal
+    /// started, each call again, then its files as stored. What could not be rebuilt
+    /// exactly goes into the next result's notice.
+    pub(super) async fn resume(
+        entry: StoredSession,
+        runner: &Runner,
+        plugin: Arc<LoadedPlugin>,
+    ) -> Result<Arc<Session>, RunError> {
+        let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
+        let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
+        let total = entry.calls.len();
+        let diverged = session
+            .replay_onto(runner, &entry.base, &entry.calls, &entry.files, false)
+            .await?;
         {
             let mut history = session.lock_history(session.history.as_ref().expect("durable"));
             history.created_ms = entry.created_ms;

@@ -119,14 +119,32 @@ impl Session {
             .history
             .is_some()
             .then(|| durable::PendingCall::of(&request));
+        let keep_state = request.keep_state_when_stopped;
+        let stopped = cancel.clone();
         let mut outcome = self.run_call(runner, request, limits, cancel, None).await?;
         if let (Some(history), Some(pending)) = (&self.history, pending) {
             // The interpreter is gone when the call did not complete and none is kept
             // (a call cancelled before it started leaves it).
             let reset = outcome.status != RunStatus::Completed
                 && self.live.try_lock().map_or(true, |live| live.is_none());
+            let rebuild = reset && keep_state && stopped.is_cancelled();
             self.lock_history(history)
-                .after_call(pending, &outcome, reset, self);
+                .after_call(pending, &outcome, reset && !rebuild, self);
+            if rebuild {
+                outcome.error = Some(match self.rebuild(runner).await {
+                    Ok(true) => "interrupted: the block was stopped; the session kept its \
+                                 state (its interpreter was rebuilt from the blocks before)"
+                        .to_string(),
+                    Ok(false) => "interrupted: the block was stopped; the session's \
+                                  interpreter was rebuilt from the blocks before, but not \
+                                  exactly: check the variables you rely on"
+                        .to_string(),
+                    Err(e) => format!(
+                        "interrupted: the block was stopped, and the session's state could \
+                         not be rebuilt ({e}): variables from earlier blocks are gone"
+                    ),
+                });
+            }
         }
         outcome.notice = self.notice.lock().unwrap_or_else(|e| e.into_inner()).take();
         Ok(outcome)

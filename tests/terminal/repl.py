@@ -1,0 +1,124 @@
+"""`runbox repl` in a real terminal (a pty), as a person uses it.
+
+Usage: repl.py RUNBOX_BINARY (RUNBOX_CACHE_DIR set). Checks: Ctrl-C stops a running block
+and the session keeps its variables; the up arrow recalls the last line; history is kept
+in the data directory; :save writes a file a block made; an unknown :command is refused;
+Ctrl-C at the prompt drops the line; Ctrl-D leaves with status 0; in `repl sqlite` a
+statement split over lines runs at its `;` and `.headers on` carries over.
+"""
+
+import os
+import pty
+import re
+import select
+import sys
+import tempfile
+import time
+
+RUNBOX = sys.argv[1]
+DATA = tempfile.mkdtemp(prefix="runbox-repl-data-")
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class Terminal:
+    def __init__(self, *args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.environ["XDG_DATA_HOME"] = DATA
+            os.environ.pop("DISPLAY", None)
+            os.environ.pop("WAYLAND_DISPLAY", None)
+            os.execv(RUNBOX, [RUNBOX, "--quiet", "repl", *args])
+        self.seen = b""
+
+    def text(self):
+        return ANSI.sub(b"", self.seen).decode(errors="replace").replace("\r", "")
+
+    def expect(self, needle, count=1, timeout=60):
+        """Waits until `needle` has been shown `count` times."""
+        deadline = time.monotonic() + timeout
+        while self.text().count(needle) < count:
+            left = deadline - time.monotonic()
+            assert left > 0, f"never saw {needle!r} x{count}; the terminal shows:\n{self.text()}"
+            ready, _, _ = select.select([self.fd], [], [], min(left, 0.2))
+            if ready:
+                try:
+                    self.seen += os.read(self.fd, 65536)
+                except OSError:
+                    break
+
+    def send(self, keys):
+        os.write(self.fd, keys.encode())
+
+    def leave(self):
+        """Ctrl-D at the prompt; the exit status (the REPL must end within 30 s)."""
+        time.sleep(1)  # at the prompt: a key typed before it would be read as typeahead
+        self.send("\x04")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.1)
+        os.kill(self.pid, 9)
+        raise AssertionError(f"the REPL did not end on Ctrl-D:\n{self.text()}")
+
+
+def python():
+    t = Terminal("python")
+    t.expect(">>> ")
+    t.send("x = 41\r")
+    t.expect(">>> ", 2)
+    t.send("import time; time.sleep(60)\r")
+    time.sleep(2)
+    t.send("\x03")
+    t.expect("the session kept its state")
+    t.expect(">>> ", 3)
+    t.send("print(x + 1)\r")
+    t.expect("42\n")
+    t.expect(">>> ", 4)
+    t.send("\x1b[A\r")  # the up arrow: the last line again
+    t.expect("42\n", 2)
+    t.expect(">>> ", 5)
+    t.send("open('out.txt', 'w').write('saved!')\r")
+    t.expect("[wrote out.txt (6 bytes)")
+    dest = os.path.join(DATA, "out-copy.txt")
+    t.send(f":save out.txt {dest}\r")
+    t.expect("saved out.txt to")
+    t.send(":bogus\r")
+    t.expect("unknown command :bogus (not sent to python)")
+    t.send("undefined_name_typed")
+    time.sleep(0.5)
+    t.send("\x03")  # at the prompt: the line is dropped, nothing runs
+    time.sleep(1)  # the line editor discards what is typed before it prompts again
+    t.send("print('after', 'x' in dir())\r")
+    t.expect("after True")
+    assert "NameError" not in t.text(), t.text()
+    assert t.leave() == 0, t.text()
+    assert open(dest).read() == "saved!"
+    history = open(os.path.join(DATA, "runbox", "history", "python")).read()
+    assert "print(x + 1)" in history, history
+
+
+def sqlite():
+    t = Terminal("sqlite")
+    t.expect(">>> ")
+    t.send("create table t(x);\r")
+    t.expect(">>> ", 2)
+    t.send("insert into t values (1), (41);\r")
+    t.expect(">>> ", 3)
+    t.send(".headers on\r")
+    t.expect(">>> ", 4)
+    t.send("select\r")
+    t.expect("... ")
+    # One line at a time, as typed: the line editor reads each line anew (a multi-line
+    # paste arrives whole, as one bracketed paste).
+    t.send("  sum(x) as total\r")
+    time.sleep(1)
+    t.send("from t;\r")
+    t.expect("total\n42\n")
+    assert t.leave() == 0, t.text()
+
+
+python()
+sqlite()
+print("repl in a terminal: ok")
