@@ -192,6 +192,11 @@ async fn compile(
             ))
         }
     }
+    // A call already over (its deadline passed while the child worked) keeps nothing:
+    // its answer may be out, and its programs forgotten, already.
+    if super::clock::must_stop() {
+        return Err(wasmtime::Trap::Interrupt.into());
+    }
     tmp.persist(cached)?;
     // Kept only if the run completes (see `Sandbox::forget_new_programs`).
     run.new_programs
