@@ -91,9 +91,6 @@ fn cached_programs() -> BTreeSet<String> {
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
-                // Programs of 1 MiB and more: this file's (they carry 1 MiB of data), not
-                // the small ones other suites compile into the same cache meanwhile.
-                .filter(|e| e.metadata().is_ok_and(|m| m.len() >= 1 << 20))
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| n.ends_with(".cwasm"))
                 .collect()
@@ -137,11 +134,14 @@ async fn only_completed_runs_leave_programs_in_the_cache() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let rb = load(1);
     let salt = std::process::id();
-    // 1 MiB of initialised data makes the program, and so its cache file, unique.
+    // 1 MiB of initialised data, starting with a marker: the program, and so its cache
+    // file, is unique, and can be told from what other suites compile meanwhile.
+    let marker = |n: u32| format!("runbox compile_limits {salt} {n}");
     let program = |body: &str, n: u32| {
         format!(
-            "static volatile char data[1 << 20] = {{{salt}, {n}}};\n\
-             int main(void) {{ {body} return data[0] == 0; }}\n"
+            "static volatile char data[1 << 20] = \"{}\";\n\
+             int main(void) {{ {body} return data[0] == 0; }}\n",
+            marker(n)
         )
     };
     let before = cached_programs();
@@ -152,7 +152,7 @@ async fn only_completed_runs_leave_programs_in_the_cache() {
     )
     .await;
     assert_eq!(out.status, RunStatus::Timeout, "{out:?}");
-    let left: Vec<_> = cached_programs().difference(&before).cloned().collect();
+    let left = new_programs_holding(&before, &marker(1));
     assert!(left.is_empty(), "a timed-out run left a program: {left:?}");
     // The same kind of program, completing, is cached (so the check above can fail).
     let out = run_c(&rb, &program("", 2), Duration::from_secs(30)).await;
@@ -161,7 +161,19 @@ async fn only_completed_runs_leave_programs_in_the_cache() {
         (RunStatus::Completed, Some(0)),
         "{out:?}"
     );
-    assert_eq!(cached_programs().difference(&before).count(), 1);
+    assert_eq!(new_programs_holding(&before, &marker(2)).len(), 1);
+}
+
+/// The programs cached since `before` whose bytes hold `marker`.
+fn new_programs_holding(before: &BTreeSet<String>, marker: &str) -> Vec<String> {
+    cached_programs()
+        .difference(before)
+        .filter(|name| {
+            std::fs::read(programs_dir().join(name))
+                .is_ok_and(|bytes| bytes.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        })
+        .cloned()
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
