@@ -115,23 +115,7 @@ impl History {
                     MAX_DRAWS_BYTES >> 20
                 ));
             };
-            let size = (call.code.len()
-                + call.args.iter().map(String::len).sum::<usize>()
-                + call.stdin.as_ref().map_or(0, Vec::len)
-                + call
-                    .files
-                    .iter()
-                    .map(|(p, b)| p.len() + b.len())
-                    .sum::<usize>()
-                + draws.bytes()) as u64;
-            if self.bytes + size > MAX_HISTORY_BYTES {
-                return self.give_up(format!(
-                    "the record of its calls grew past {} MiB",
-                    MAX_HISTORY_BYTES >> 20
-                ));
-            }
-            self.bytes += size;
-            self.calls.push(LoggedCall {
+            let call = LoggedCall {
                 code: call.code,
                 args: call.args,
                 stdin: call.stdin,
@@ -140,7 +124,15 @@ impl History {
                 exit_code: outcome.exit_code.unwrap_or(0),
                 output_digest: output_digest(&outcome.output.stdout, &outcome.output.stderr),
                 duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-            });
+            };
+            if self.bytes + call.bytes() > MAX_HISTORY_BYTES {
+                return self.give_up(format!(
+                    "the record of its calls grew past {} MiB",
+                    MAX_HISTORY_BYTES >> 20
+                ));
+            }
+            self.bytes += call.bytes();
+            self.calls.push(call);
             return;
         }
         if !reset {
@@ -186,14 +178,7 @@ impl Session {
             ),
             None => (now_ms(), Vec::new(), Vec::new(), None),
         };
-        let mut used = content_bytes(&base)
-            + calls
-                .iter()
-                .map(|c| {
-                    (c.code.len() + c.stdin.as_ref().map_or(0, Vec::len) + c.draws.bytes()) as u64
-                        + c.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>()
-                })
-                .sum::<u64>();
+        let mut used = record_bytes(&base, &calls);
         let files = stored::snapshot_dir(&self.sandbox.scratch, max_bytes, &mut used)?;
         Ok(StoredSession {
             id: self.id.clone(),
@@ -339,12 +324,7 @@ impl Session {
         {
             let mut history = session.lock_history(session.history.as_ref().expect("durable"));
             history.created_ms = entry.created_ms;
-            history.bytes = content_bytes(&entry.base)
-                + entry
-                    .calls
-                    .iter()
-                    .map(|c| c.code.len() as u64 + c.draws.bytes() as u64)
-                    .sum::<u64>();
+            history.bytes = record_bytes(&entry.base, &entry.calls);
             history.base = entry.base;
             history.calls = entry.calls;
             if entry.lost.is_some() {
@@ -376,6 +356,11 @@ impl Session {
         }
         Ok(session)
     }
+}
+
+/// What a history's files and calls hold, in bytes (what [`MAX_HISTORY_BYTES`] bounds).
+fn record_bytes(base: &[StoredFile], calls: &[LoggedCall]) -> u64 {
+    content_bytes(base) + calls.iter().map(LoggedCall::bytes).sum::<u64>()
 }
 
 /// Replays run under the server's longest deadline: they ran within their own before.

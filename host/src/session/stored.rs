@@ -76,6 +76,21 @@ pub struct LoggedCall {
     pub duration_ms: u64,
 }
 
+impl LoggedCall {
+    /// What the call's record holds: its request and its draws.
+    pub fn bytes(&self) -> u64 {
+        (self.code.len()
+            + self.args.iter().map(String::len).sum::<usize>()
+            + self.stdin.as_ref().map_or(0, Vec::len)
+            + self
+                .files
+                .iter()
+                .map(|(p, b)| p.len() + b.len())
+                .sum::<usize>()
+            + self.draws.bytes()) as u64
+    }
+}
+
 impl StoredSession {
     /// The entry's bytes on disk.
     pub fn encode(&self) -> Vec<u8> {
