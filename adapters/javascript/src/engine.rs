@@ -19,6 +19,8 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
 
+use crate::modules::Modules;
+use crate::typescript::{self, Transpiled};
 use boa_engine::builtins::promise::{OperationType, PromiseState};
 use boa_engine::context::time::JsInstant;
 use boa_engine::context::HostHooks;
@@ -40,8 +42,24 @@ use boa_engine::{
 /// The Boa version, as the runtime reports it (keep in step with Cargo.toml).
 pub const BOA_VERSION: &str = "0.22.0";
 
-/// The name programs run under, in stack traces (no file is written).
-const PROGRAM_PATH: &str = "main.js";
+/// The language a program is written in (the runtime's `source-language` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Language {
+    #[default]
+    JavaScript,
+    /// Transpiled to JavaScript first (see [`crate::typescript`]).
+    TypeScript,
+}
+
+impl Language {
+    /// The name programs run under, in stack traces (no file is written).
+    fn program_path(self) -> &'static str {
+        match self {
+            Language::JavaScript => "main.js",
+            Language::TypeScript => "main.ts",
+        }
+    }
+}
 /// The globals' sources, by the names their stack frames show (`runbox:…`, which
 /// `prelude.js` leaves out of errors' stacks). The prelude runs in every interpreter; it
 /// loads the others (see [`native_load`]) when a program first needs them.
@@ -84,6 +102,10 @@ pub struct Interpreter {
     context: Context,
     host: Rc<Host>,
     hooks: Hooks,
+    language: Language,
+    modules: Rc<Modules>,
+    /// The running TypeScript program's way back to its own positions, for its errors.
+    transpiled: Option<Transpiled>,
 }
 
 /// The functions of the prelude the engine calls.
@@ -109,7 +131,7 @@ impl From<JsError> for Stop {
 
 impl Interpreter {
     /// A new interpreter with runbox's globals, writing to `output`.
-    pub fn new(output: Box<dyn Output>) -> Result<Self, String> {
+    pub fn new(output: Box<dyn Output>, language: Language) -> Result<Self, String> {
         let host = Rc::new(Host {
             output,
             stdin: RefCell::new(Vec::new()),
@@ -119,9 +141,11 @@ impl Interpreter {
             queue: RefCell::new(Queue::default()),
             started: std::time::Instant::now(),
         });
+        let modules = Rc::new(Modules::default());
         let mut context = Context::builder()
             .job_executor(host.clone())
             .host_hooks(host.clone())
+            .module_loader(modules.clone())
             .build()
             .map_err(|e| format!("cannot create the JavaScript context: {e}"))?;
         let limits = context.runtime_limits_mut();
@@ -135,6 +159,9 @@ impl Interpreter {
             context,
             host,
             hooks,
+            language,
+            modules,
+            transpiled: None,
         })
     }
 
@@ -142,6 +169,17 @@ impl Interpreter {
     /// returns its exit code: `exit(n)`'s, 1 after an uncaught exception, else
     /// `process.exitCode` or 0.
     pub fn run(&mut self, program: &Program<'_>) -> i32 {
+        if self.language == Language::TypeScript {
+            match typescript::transpile(program.code, self.language.program_path()) {
+                Ok(transpiled) => self.transpiled = Some(transpiled),
+                Err(e) => {
+                    let text = format!("Uncaught {e}\n");
+                    self.host.output.write(Stream::Stderr, text.as_bytes());
+                    return 1;
+                }
+            }
+        }
+        self.modules.forget_files();
         self.host.begin(program.stdin.unwrap_or_default());
         let code = match self.execute(program) {
             Ok(()) => match self.host.exit.get() {
@@ -164,6 +202,7 @@ impl Interpreter {
         };
         self.host.end();
         self.context.clear_kept_objects();
+        self.transpiled = None;
         code
     }
 
@@ -178,7 +217,12 @@ impl Interpreter {
         self.hooks
             .begin
             .call(&JsValue::undefined(), &[args.into()], &mut self.context)?;
-        let source = Source::from_bytes(program.code).with_path(Path::new(PROGRAM_PATH));
+        let path = Path::new(self.language.program_path());
+        let code = match &self.transpiled {
+            Some(transpiled) => transpiled.code.clone(),
+            None => program.code.to_owned(),
+        };
+        let source = Source::from_bytes(&code).with_path(path);
         let script_error = match Script::parse(source, None, &mut self.context) {
             Ok(script) => {
                 script.evaluate(&mut self.context)?;
@@ -189,7 +233,7 @@ impl Interpreter {
         // Not a script, but maybe a module (`import`, `export`, top-level `await`): run it
         // as one, as Node.js does when it sees their syntax. Its declarations stay in the
         // module, not in the global scope.
-        let source = Source::from_bytes(program.code).with_path(Path::new(PROGRAM_PATH));
+        let source = Source::from_bytes(&code).with_path(path);
         let Ok(module) = Module::parse(source, None, &mut self.context) else {
             return Err(script_error.into());
         };
@@ -204,28 +248,30 @@ impl Interpreter {
 
     /// Writes what an uncaught exception or an unhandled rejection says to stderr.
     fn report(&mut self, stop: Stop) {
+        let text = self.describe(stop);
+        // A TypeScript program's positions, not those of the JavaScript it became.
+        let text = match &self.transpiled {
+            Some(transpiled) => transpiled.restore_positions(&text, self.language.program_path()),
+            None => text,
+        };
+        self.host.output.write(Stream::Stderr, text.as_bytes());
+    }
+
+    /// What an uncaught exception or an unhandled rejection says, ending in a newline.
+    fn describe(&mut self, stop: Stop) -> String {
         let (value, in_promise) = match stop {
             Stop::Thrown(e) => match e.as_engine() {
                 // An uncatchable engine error (a runtime limit): Boa's own words, without
                 // its backtrace of identical frames.
-                Some(engine) => {
-                    let text = format!("Uncaught {engine}\n");
-                    self.host.output.write(Stream::Stderr, text.as_bytes());
-                    return;
-                }
+                Some(engine) => return format!("Uncaught {engine}\n"),
                 None => match e.clone().into_opaque(&mut self.context) {
                     Ok(value) => (value, false),
-                    Err(_) => {
-                        let text = format!("Uncaught {e}\n");
-                        self.host.output.write(Stream::Stderr, text.as_bytes());
-                        return;
-                    }
+                    Err(_) => return format!("Uncaught {e}\n"),
                 },
             },
             Stop::Unhandled(reason) => (reason, true),
         };
-        let text = self
-            .hooks
+        self.hooks
             .uncaught
             .call(
                 &JsValue::undefined(),
@@ -234,8 +280,7 @@ impl Interpreter {
             )
             .ok()
             .and_then(|v| v.as_string().map(|s| s.to_std_string_lossy()))
-            .unwrap_or_else(|| format!("Uncaught {}\n", value.display()));
-        self.host.output.write(Stream::Stderr, text.as_bytes());
+            .unwrap_or_else(|| format!("Uncaught {}\n", value.display()))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 
-use crate::engine::{Interpreter, Output, Program, Stream};
+use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
 
@@ -45,7 +45,21 @@ impl Output for Stdio {
 }
 
 fn interpreter() -> Result<Interpreter, String> {
-    Interpreter::new(Box::new(Stdio))
+    Interpreter::new(Box::new(Stdio), language()?)
+}
+
+/// The language of the runtime's programs: its `source-language` setting, JavaScript
+/// when it has none.
+fn language() -> Result<Language, String> {
+    let settings = config::settings();
+    match runbox_adapter_support::values(&settings, "source-language").and_then(|v| v.first()) {
+        None => Ok(Language::JavaScript),
+        Some(name) if name == "javascript" => Ok(Language::JavaScript),
+        Some(name) if name == "typescript" => Ok(Language::TypeScript),
+        Some(other) => Err(format!(
+            "the setting source-language = {other:?} names no language this adapter runs (javascript, typescript)"
+        )),
+    }
 }
 
 fn run(interpreter: &mut Interpreter, request: &RunRequest) -> Result<i32, String> {

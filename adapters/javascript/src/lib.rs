@@ -23,9 +23,14 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
 mod engine;
+mod modules;
+mod typescript;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod typescript_tests;
 
 #[cfg(target_arch = "wasm32")]
 mod guest;

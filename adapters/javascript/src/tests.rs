@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::engine::{Interpreter, Output, Program, Stream};
+use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
 /// Both streams, and their interleaving.
 #[derive(Default)]
@@ -26,15 +26,19 @@ impl Output for Capture {
     }
 }
 
-struct Session {
+pub(crate) struct Session {
     interpreter: Interpreter,
     capture: Capture,
 }
 
 impl Session {
     fn new() -> Self {
+        Session::of(Language::JavaScript)
+    }
+
+    pub(crate) fn of(language: Language) -> Self {
         let capture = Capture::default();
-        let interpreter = Interpreter::new(Box::new(capture.clone())).unwrap();
+        let interpreter = Interpreter::new(Box::new(capture.clone()), language).unwrap();
         Session {
             interpreter,
             capture,
@@ -62,7 +66,7 @@ impl Session {
         )
     }
 
-    fn run(&mut self, code: &str) -> (i32, String, String) {
+    pub(crate) fn run(&mut self, code: &str) -> (i32, String, String) {
         self.run_with(code, None, &[])
     }
 }
