@@ -1,0 +1,108 @@
+//! The component's side of `runbox:plugin`: the request's files into the scratch
+//! directory, then the script into a [`Shell`] whose output is the real standard streams.
+//! A session keeps its shell from one call to the next.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::shell::{Output, Script, Shell};
+
+wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
+
+use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
+use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
+use runbox::plugin::{config, process};
+
+#[allow(dead_code)]
+mod guest_io {
+    #[allow(unused_imports)]
+    use super::{config, process, File, Info};
+    runbox_adapter_support::guest_glue!();
+}
+
+struct Adapter;
+
+export!(Adapter);
+
+/// `wasi:cli/stdout` and `stderr`, flushed after every write so that the host sees the
+/// two streams in the order the script wrote them.
+struct Stdio;
+
+impl Output for Stdio {
+    fn stdout(&self, bytes: &[u8]) {
+        // A closed stream (the host stopped reading) is not the script's error.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(bytes).and_then(|()| out.flush());
+    }
+
+    fn stderr(&self, bytes: &[u8]) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(bytes).and_then(|()| err.flush());
+    }
+}
+
+fn shell() -> Result<Shell, String> {
+    Shell::new("/", Arc::new(Stdio))
+}
+
+fn run(shell: &mut Shell, request: &RunRequest) -> Result<i32, String> {
+    guest_io::write_files(&request.files)?;
+    Ok(shell.run(&Script {
+        code: &request.code,
+        args: &request.args,
+        stdin: request.stdin.as_deref(),
+    }))
+}
+
+impl Guest for Adapter {
+    fn describe() -> Info {
+        guest_io::describe_from_settings()
+    }
+
+    fn run(request: RunRequest) -> Result<i32, String> {
+        run(&mut shell()?, &request)
+    }
+}
+
+impl SessionGuest for Adapter {
+    type Session = Session;
+}
+
+/// A session: one shell for all its calls, so variables and functions carry over.
+///
+/// `run-once` (an ordinary run the host prepared a session for ahead of time) uses the
+/// shell the constructor made, still fresh, and uses it up.
+pub struct Session {
+    shell: RefCell<Result<Shell, String>>,
+    /// Whether `run` has put scripts into the shell.
+    used: Cell<bool>,
+}
+
+impl GuestSession for Session {
+    fn new() -> Self {
+        Session {
+            shell: RefCell::new(shell()),
+            used: Cell::new(false),
+        }
+    }
+
+    fn run_once(&self, request: RunRequest) -> Result<i32, String> {
+        let fresh = std::mem::replace(
+            &mut *self.shell.borrow_mut(),
+            Err("this session's shell was used up by `run-once`".into()),
+        );
+        let mut shell = match fresh {
+            Ok(shell) if !self.used.get() => shell,
+            _ => shell()?,
+        };
+        run(&mut shell, &request)
+    }
+
+    fn run(&self, request: RunRequest) -> Result<i32, String> {
+        self.used.set(true);
+        let mut slot = self.shell.borrow_mut();
+        let shell = slot.as_mut().map_err(|e| e.clone())?;
+        run(shell, &request)
+    }
+}

@@ -1,0 +1,26 @@
+//! The `shell` runtime: bashkit, a bash interpreter written in Rust whose commands are its
+//! own built-ins (`ls cat head tail wc sort uniq grep sed awk cut tr find xargs jq` and
+//! many more), compiled into this component, so a run spawns no tool.
+//!
+//! - `runtime.run` runs the script in a fresh shell;
+//! - a `session` keeps one shell for all its calls, so variables, functions and the
+//!   working directory carry over from one call to the next.
+//!
+//! Its files are the real ones of the run's scratch directory (`files`), shown at `/`,
+//! which is also the working directory.
+//!
+//! [`shell`] is the interpreter, plain Rust tested natively with
+//! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-shell --target x86_64-unknown-linux-gnu`;
+//! `guest` is the WIT glue, compiled only for WebAssembly.
+
+// Outside WebAssembly only the tests use the interpreter.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
+mod files;
+mod shell;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(target_arch = "wasm32")]
+mod guest;

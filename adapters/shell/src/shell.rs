@@ -1,0 +1,106 @@
+//! The interpreter: one bashkit [`Bash`] on the real files, running scripts one after the
+//! other, so a session's variables, functions and working directory carry over.
+//!
+//! Plain Rust, without the WIT bindings, so the unit tests run it natively; `guest.rs`
+//! hands it the request and the real standard streams.
+
+use std::future::IntoFuture;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bashkit::{Bash, ExecOptions, ExecutionLimits, MemoryLimits, PosixFs, SessionLimits};
+
+use crate::files::RealFiles;
+
+/// The bashkit version, as the runtime reports it (keep in step with Cargo.toml).
+pub const BASHKIT_VERSION: &str = "0.20.2";
+
+/// Where a script's output goes, as it is written.
+pub trait Output: Send + Sync {
+    fn stdout(&self, bytes: &[u8]);
+    fn stderr(&self, bytes: &[u8]);
+}
+
+/// One script to run.
+#[derive(Debug, Default, Clone)]
+pub struct Script<'a> {
+    pub code: &'a str,
+    pub args: &'a [String],
+    pub stdin: Option<&'a [u8]>,
+}
+
+pub struct Shell {
+    bash: Bash,
+    runtime: tokio::runtime::Runtime,
+    output: Arc<dyn Output>,
+}
+
+impl Shell {
+    /// A shell whose `/` is the directory `root`, writing to `output`.
+    pub fn new(root: impl Into<PathBuf>, output: Arc<dyn Output>) -> Result<Shell, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("cannot start the shell's runtime: {e}"))?;
+        // runbox's own limits (deadline, memory, output, disk) are the real ones: bashkit's
+        // counts of commands and loop turns would stop ordinary scripts, and its timeout
+        // would end a long run early. Its depth limits stay: they keep recursion off the
+        // end of the native stack.
+        let limits = ExecutionLimits::new()
+            .max_commands(usize::MAX)
+            .max_loop_iterations(usize::MAX)
+            .max_total_loop_iterations(usize::MAX)
+            .max_work_units(u64::MAX)
+            .max_stdout_bytes(usize::MAX / 4)
+            .max_stderr_bytes(usize::MAX / 4)
+            .max_aggregate_input_bytes(u64::MAX)
+            .max_live_intermediate_bytes(u64::MAX)
+            .timeout(Duration::from_secs(365 * 24 * 3600));
+        let files = Arc::new(PosixFs::new(RealFiles::new(root)));
+        let bash = Bash::builder()
+            .fs(files)
+            // No made-up /etc, /proc or /usr/bin over the scratch directory.
+            .rootfs(false)
+            .cwd("/")
+            .env("HOME", "/")
+            .limits(limits)
+            .session_limits(SessionLimits::unlimited())
+            .memory_limits(MemoryLimits::unlimited())
+            .build();
+        Ok(Shell {
+            bash,
+            runtime,
+            output,
+        })
+    }
+
+    /// Runs `script` to its end and returns its exit status.
+    pub fn run(&mut self, script: &Script<'_>) -> i32 {
+        let options = ExecOptions::new()
+            .arg0("main.sh")
+            .positional(script.args.iter().cloned())
+            .stdin(script.stdin.unwrap_or_default().to_vec());
+        let (out, err) = (self.output.clone(), self.output.clone());
+        let execution = self
+            .bash
+            .execute(script.code)
+            .options(options)
+            .stdout_fn(move |bytes| {
+                out.stdout(&bytes);
+                async { Ok::<(), bashkit::Error>(()) }
+            })
+            .stderr_fn(move |bytes| {
+                err.stderr(&bytes);
+                async { Ok::<(), bashkit::Error>(()) }
+            });
+        match self.runtime.block_on(execution.into_future()) {
+            Ok(result) => result.exit_code,
+            // A parse error or a limit of bashkit's: bash's status for a syntax error.
+            Err(e) => {
+                self.output.stderr(format!("main.sh: {e}\n").as_bytes());
+                2
+            }
+        }
+    }
+}

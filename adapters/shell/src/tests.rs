@@ -1,0 +1,170 @@
+//! The shell run natively on a temporary directory, its output captured.
+
+use std::sync::{Arc, Mutex};
+
+use crate::shell::{Output, Script, Shell};
+
+#[derive(Default)]
+struct Capture {
+    stdout: Mutex<Vec<u8>>,
+    stderr: Mutex<Vec<u8>>,
+}
+
+impl Output for Capture {
+    fn stdout(&self, bytes: &[u8]) {
+        self.stdout.lock().unwrap().extend_from_slice(bytes);
+    }
+    fn stderr(&self, bytes: &[u8]) {
+        self.stderr.lock().unwrap().extend_from_slice(bytes);
+    }
+}
+
+struct Session {
+    dir: tempfile::TempDir,
+    shell: Shell,
+    capture: Arc<Capture>,
+}
+
+impl Session {
+    fn new() -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let capture = Arc::new(Capture::default());
+        let shell = Shell::new(dir.path(), capture.clone()).unwrap();
+        Session {
+            dir,
+            shell,
+            capture,
+        }
+    }
+
+    fn file(&self, name: &str, contents: &str) -> &Self {
+        std::fs::write(self.dir.path().join(name), contents).unwrap();
+        self
+    }
+
+    /// (exit status, stdout, stderr) of this script alone.
+    fn run_with(
+        &mut self,
+        code: &str,
+        stdin: Option<&str>,
+        args: &[&str],
+    ) -> (i32, String, String) {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let status = self.shell.run(&Script {
+            code,
+            args: &args,
+            stdin: stdin.map(str::as_bytes),
+        });
+        let take = |m: &Mutex<Vec<u8>>| {
+            String::from_utf8_lossy(&std::mem::take(&mut *m.lock().unwrap())).into_owned()
+        };
+        (
+            status,
+            take(&self.capture.stdout),
+            take(&self.capture.stderr),
+        )
+    }
+
+    fn run(&mut self, code: &str) -> (i32, String, String) {
+        self.run_with(code, None, &[])
+    }
+}
+
+fn ok(stdout: &str) -> (i32, String, String) {
+    (0, stdout.to_string(), String::new())
+}
+
+#[test]
+fn the_tools_of_the_issue_work_on_input_files() {
+    let mut s = Session::new();
+    s.file("data.csv", "a 1\nb 2\nc 39\n")
+        .file("file.json", "{\"a\": {\"b\": [1, 2]}, \"c\": 3}\n")
+        .file("log.txt", "ok\nerror: x\nok\nerror: y\n");
+    assert_eq!(s.run("ls | wc -l"), ok("3\n"));
+    assert_eq!(s.run("grep -c error log.txt"), ok("2\n"));
+    assert_eq!(s.run("awk '{s+=$2} END {print s}' data.csv"), ok("42\n"));
+    assert_eq!(s.run("jq -c .a file.json"), ok("{\"b\":[1,2]}\n"));
+    assert_eq!(
+        s.run("head -n 1 data.csv; tail -n 1 data.csv"),
+        ok("a 1\nc 39\n")
+    );
+    assert_eq!(
+        s.run("cut -d' ' -f1 data.csv | tr a-z A-Z | sort -r | uniq"),
+        ok("C\nB\nA\n")
+    );
+    assert_eq!(s.run("sed -n 's/error: //p' log.txt"), ok("x\ny\n"));
+    assert_eq!(s.run("find . -name '*.json'"), ok("./file.json\n"));
+    assert_eq!(
+        s.run("ls *.txt | xargs cat | sort | uniq -c | sort -rn | head -1"),
+        ok("      2 ok\n")
+    );
+    assert_eq!(s.run("cat data.csv | wc -l"), ok("3\n"));
+}
+
+#[test]
+fn the_language_works() {
+    let mut s = Session::new();
+    let script = "n=0\nfor f in a b c; do n=$((n + 1)); done\nif [ \"$n\" -eq 3 ]; then echo three; else echo other; fi\ngreet() { echo \"hi $1\"; }\ngreet you > out.txt\ncat < out.txt\nfalse || echo fallback\necho err >&2\n";
+    let (status, stdout, stderr) = s.run(script);
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (0, "three\nhi you\nfallback\n", "err\n")
+    );
+    // Files it wrote are real ones.
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("out.txt")).unwrap(),
+        "hi you\n"
+    );
+}
+
+#[test]
+fn exit_codes_args_and_stdin() {
+    let mut s = Session::new();
+    assert_eq!(
+        s.run("echo bye; exit 3"),
+        (3, "bye\n".into(), String::new())
+    );
+    assert_eq!(s.run("false").0, 1);
+    assert_eq!(s.run("nosuchcommand").0, 127);
+    assert_eq!(
+        s.run_with("echo \"$#: $1 $2\"", None, &["x", "y z"]),
+        ok("2: x y z\n")
+    );
+    assert_eq!(s.run_with("tr a-z A-Z", Some("abc\n"), &[]), ok("ABC\n"));
+    assert_eq!(
+        s.run_with(
+            "while read -r line; do echo \"<$line>\"; done",
+            Some("a\nb\n"),
+            &[]
+        ),
+        ok("<a>\n<b>\n")
+    );
+}
+
+#[test]
+fn a_syntax_error_is_reported() {
+    let (status, stdout, stderr) = Session::new().run("if then fi");
+    assert_eq!((status, stdout.as_str()), (2, ""));
+    assert!(!stderr.is_empty());
+}
+
+#[test]
+fn a_session_keeps_variables_functions_and_directory() {
+    let mut s = Session::new();
+    assert_eq!(
+        s.run("count=41; inc() { count=$((count + 1)); }; mkdir -p work; cd work")
+            .0,
+        0
+    );
+    assert_eq!(s.run("inc; echo $count; pwd"), ok("42\n/work\n"));
+}
+
+#[test]
+fn loops_are_not_cut_short_by_bashkit_limits() {
+    let (status, stdout, stderr) =
+        Session::new().run("n=0; while [ $n -lt 200000 ]; do n=$((n + 1)); done; echo $n");
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (0, "200000\n", "")
+    );
+}
