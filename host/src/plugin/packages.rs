@@ -130,6 +130,7 @@ pub fn mount_packages(
                     path: Some(path.clone()),
                     file: None,
                     inner: None,
+                    embedded: None,
                     sha256: package.sha256.clone(),
                 };
                 cache.checked_wheel(path, &spec)?;

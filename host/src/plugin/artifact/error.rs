@@ -92,6 +92,17 @@ pub enum ArtifactError {
     },
 
     /// A package or archive is corrupt or cannot be decoded.
+    #[error(
+        "cannot fetch {artifact}: no base64 WebAssembly module in the file has the sha256 \
+         of the plugins file; {}",
+        if found.is_empty() { "it holds none (fix `file` or leave `embedded` out)".to_string() }
+        else { format!("it holds modules with sha256 {}", found.join(", ")) }
+    )]
+    NoEmbeddedModule {
+        artifact: String,
+        found: Vec<String>,
+    },
+
     #[error("cannot read archive {artifact}: {message}")]
     BadArchive { artifact: String, message: String },
 

@@ -22,6 +22,7 @@
 //! - `error.rs`: [`ArtifactError`]
 
 mod cache;
+mod embedded;
 mod error;
 mod extract;
 mod fetch;

@@ -27,6 +27,7 @@ fn npm(package: &str, file: &str, sha256: &str) -> ArtifactSpec {
         path: None,
         file: Some(file.into()),
         inner: None,
+        embedded: None,
         sha256: sha256.into(),
     }
 }
@@ -38,6 +39,7 @@ fn pypi(requirement: &str, file: &str, sha256: &str) -> ArtifactSpec {
         path: None,
         file: Some(file.into()),
         inner: None,
+        embedded: None,
         sha256: sha256.into(),
     }
 }
@@ -49,6 +51,7 @@ fn local(path: &Path, sha256: &str) -> ArtifactSpec {
         path: Some(path.to_path_buf()),
         file: None,
         inner: None,
+        embedded: None,
         sha256: sha256.into(),
     }
 }
