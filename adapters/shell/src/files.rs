@@ -6,10 +6,10 @@
 //! temporary directory in the native tests). Nothing here checks containment: the sandbox
 //! has nothing outside the scratch directory to reach.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use bashkit::{async_trait, DirEntry, FileType, FsBackend, Metadata, Result};
+use runbox_adapter_support::write_all_at;
 
 pub struct RealFiles {
     root: PathBuf,
@@ -57,16 +57,21 @@ impl FsBackend for RealFiles {
         Ok(std::fs::read(self.real(path))?)
     }
 
+    // Both through `write_all_at`: a stream write's every failure reads as EIO in WASI,
+    // where ENOSPC (the scratch directory is full) is what a script should see.
     async fn write(&self, path: &Path, contents: &[u8]) -> Result<()> {
-        Ok(std::fs::write(self.real(path), contents)?)
+        let file = std::fs::File::create(self.real(path))?;
+        Ok(write_all_at(&file, contents, 0)?)
     }
 
     async fn append(&self, path: &Path, contents: &[u8]) -> Result<()> {
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .create(true)
-            .append(true)
+            .write(true)
+            .truncate(false)
             .open(self.real(path))?;
-        Ok(file.write_all(contents)?)
+        let end = file.metadata()?.len();
+        Ok(write_all_at(&file, contents, end)?)
     }
 
     async fn mkdir(&self, path: &Path, recursive: bool) -> Result<()> {

@@ -148,6 +148,41 @@ pub fn not_runnable(program: &str, detail: &str) -> String {
     format!("cannot start `{program}`: not a runnable WebAssembly program ({detail})")
 }
 
+/// Writes all of `bytes` at `offset`. In WebAssembly through `pwrite`: wasi-libc's
+/// `write` goes through a stream, where every failure reads as EIO, while `pwrite` writes
+/// through the file's descriptor and keeps the error's code (ENOSPC when the scratch
+/// directory is full).
+pub fn write_all_at(
+    file: &std::fs::File,
+    mut bytes: &[u8],
+    mut offset: u64,
+) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        // A MiB at a time: one host call may move only so much (its hostcall fuel).
+        let written = pwrite(file, &bytes[..bytes.len().min(1 << 20)], offset)?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[written..];
+        offset += written as u64;
+    }
+    Ok(())
+}
+
+#[cfg(target_arch = "wasm32")]
+fn pwrite(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let offset = i64::try_from(offset).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: the pointer and length are those of `bytes`, alive for the call.
+    let n = unsafe { libc::pwrite(file.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), offset) };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn pwrite(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::write_at(file, bytes, offset)
+}
+
 /// The functions every adapter's glue needs over its own bindings: invoked in a module
 /// where `config`, `process`, `File` and `Info` (of the adapter's `runbox:plugin`
 /// bindings) are in scope, it defines `describe_from_settings()`, `write_files(files)`,
