@@ -35,6 +35,13 @@ const HELLO: &[(&str, &str)] = &[
         "clangpp",
         "#include <iostream>\nint main() { std::cout << \"hello, world\" << std::endl; }\n",
     ),
+    ("javascript", "console.log('hello, world')"),
+    (
+        "typescript",
+        "const greeting: string = 'hello, world';\nconsole.log(greeting);",
+    ),
+    ("shell", "echo 'hello, world'"),
+    ("prolog", ":- initialization((write('hello, world'), nl))."),
 ];
 
 const PRIMES_PY: &str = "def primes(n):\n    found = []\n    for c in range(2, n):\n        if all(c % p for p in found if p * p <= c):\n            found.append(c)\n    return found\nprint(len(primes(5000)))\n";

@@ -134,13 +134,14 @@ fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("list the root and its parent", "<?php foreach (['/', '/..', '/tmp', '..'] as $d) { var_dump(@scandir($d)); }"),
             ("glob the root", "<?php var_dump(glob('/*'), glob('/../*'));"),
         ],
-        "javascript" => vec![
+        "javascript" | "typescript" => vec![
             ("absolute path", "const fs = require('fs'); const p = readStdin().trim(); try { console.log(fs.readFileSync(p, 'utf8')); } catch (e) { console.log(e.code); }"),
             ("dot-dot walk", "const fs = require('fs'); const p = readStdin().trim(); try { console.log(fs.readFileSync('../'.repeat(12) + p.slice(1), 'utf8')); } catch (e) { console.log(e.code); }"),
             ("copy and rename out of scratch", "const fs = require('fs'); const p = readStdin().trim(); for (const f of [() => fs.copyFileSync(p, 'c'), () => fs.renameSync(p, 'r'), () => fs.copyFileSync('../'.repeat(12) + p.slice(1), 'c')]) { try { f(); } catch (e) { console.log(e.code); } } for (const n of ['c', 'r']) { try { console.log(fs.readFileSync(n, 'utf8')); } catch (e) { console.log(e.code); } }"),
             ("proc and dev", "const fs = require('fs'); for (const p of ['/proc/self/environ', '/dev/mem', '/etc/passwd', '/etc/hostname']) { try { console.log(fs.readFileSync(p, 'utf8')); } catch (e) { console.log(p, e.code); } }"),
             ("list the root and its parent", "const fs = require('fs'); for (const d of ['/', '/..', '/tmp', '..']) { try { console.log(d, JSON.stringify(fs.readdirSync(d))); } catch (e) { console.log(d, e.code); } }"),
             ("walk the whole tree", "const fs = require('fs'); const walk = (d) => { for (const n of fs.readdirSync(d)) { const p = (d === '/' ? '' : d) + '/' + n; console.log(p); try { if (fs.statSync(p).isDirectory()) walk(p); } catch (e) {} } }; walk('/');"),
+            ("import a host file", "const p = readStdin().trim(); for (const q of [p, '../'.repeat(12) + p.slice(1)]) { import(q).then((m) => console.log(JSON.stringify(m)), (e) => console.log(e.name)); }"),
             // No "write the read-only base files" probe: javascript mounts nothing.
         ],
         "clang" | "clangpp" => vec![
@@ -151,6 +152,22 @@ fn filesystem_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("proc and dev", "show(\"/proc/self/environ\"); show(\"/dev/mem\"); show(\"/etc/passwd\"); show(\"/etc/hostname\"); return 0; }"),
             ("list the root and its parent", "list(\"/\"); list(\"/..\"); list(\"/tmp\"); list(\"..\"); return 0; }"),
             ("write the read-only base files", "FILE *f = fopen(\"/usr/include/stdio.h\", \"a\"); puts(f ? \"opened\" : \"refused\"); return 0; }"),
+        ],
+        // Only what a probe got, never an error message (it would name the canary).
+        "shell" => vec![
+            ("absolute path", "read -r p\ncat \"$p\" 2>/dev/null || echo refused"),
+            ("dot-dot walk", "read -r p\ncat \"../../../../../../../../../../../..$p\" 2>/dev/null || echo refused"),
+            ("symlink out of scratch", "read -r p\nln -s \"$p\" l 2>/dev/null; cat l 2>/dev/null || echo refused\ncp \"$p\" c 2>/dev/null; cat c 2>/dev/null || echo refused"),
+            ("proc and dev", "for p in /proc/self/environ /dev/mem /etc/passwd /etc/hostname; do cat \"$p\" 2>/dev/null || echo \"$p refused\"; done"),
+            ("list the root and its parent", "for d in / /.. /tmp ..; do echo \"$d\"; ls -a \"$d\" 2>/dev/null; done\necho /* /../* /../../*"),
+            ("walk the whole tree", "find / 2>/dev/null; find /.. 2>/dev/null; grep -rl CANARY / /.. 2>/dev/null; echo done"),
+        ],
+        "prolog" => vec![
+            ("absolute path", ":- initialization(main).\nmain :- read_line_to_string(user_input, P), show(P).\nshow(P) :- catch((open(P, read, S), read_line_to_string(S, L), write(L)), error(E, _), (functor(E, N, _), write(N))), nl."),
+            ("dot-dot walk", ":- initialization(main).\nmain :- read_line_to_string(user_input, P), atom_chars(A, P), atom_concat('../../../../../../../../../../../..', A, Q), show(Q).\nshow(P) :- catch((open(P, read, S), read_line_to_string(S, L), write(L)), error(E, _), (functor(E, N, _), write(N))), nl."),
+            ("proc and dev", ":- initialization(main).\nmain :- forall(member(P, ['/proc/self/environ', '/dev/mem', '/etc/passwd', '/etc/hostname']), show(P)).\nshow(P) :- catch((open(P, read, S), read_line_to_string(S, L), write(L)), error(E, _), (functor(E, N, _), write(N))), nl."),
+            ("list the root and its parent", ":- initialization(main).\nmain :- forall(member(D, ['/', '/..', '/tmp', '..']), (catch((directory_files(D, L), write(L)), error(E, _), (functor(E, N, _), write(N))), nl))."),
+            ("consult a host file", ":- initialization(main).\nmain :- read_line_to_string(user_input, P), catch(consult(P), error(E, _), (functor(E, N, _), write(N))), nl."),
         ],
         _ => vec![],
     }
@@ -271,6 +288,11 @@ async fn network_and_host_commands_are_unreachable() {
         ("clang", "#include <stdio.h>\n#include <stdlib.h>\nint main(void) { FILE *p = popen(\"id\", \"r\"); printf(\"%p %d\\n\", (void *)p, system(\"id\")); return 0; }".to_string()),
         ("clang", format!("#include <sys/socket.h>\n#include <netinet/in.h>\n#include <stdio.h>\nint main(void) {{ int s = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = {{0}}; a.sin_family = AF_INET; a.sin_port = htons({tport}); a.sin_addr.s_addr = htonl(0x7f000001); printf(\"%d %d\\n\", s, connect(s, (struct sockaddr *)&a, sizeof a)); return 0; }}")),
         ("javascript", "for (const m of ['net', 'http', 'https', 'dgram', 'child_process']) { try { require(m); console.log('loaded ' + m); } catch (e) { console.log(m, e.name); } }\nconsole.log(typeof fetch, typeof WebSocket, typeof XMLHttpRequest);".to_string()),
+        ("typescript", "import * as net from 'node:net';\nconsole.log('loaded ' + typeof net);".to_string()),
+        ("typescript", "for (const m of ['net', 'http', 'https', 'dgram', 'child_process']) { try { require(m); console.log('loaded ' + m); } catch (e: unknown) { console.log(m, (e as Error).name); } }\nconsole.log(typeof fetch, typeof WebSocket, typeof XMLHttpRequest);".to_string()),
+        // (Not `id`: bashkit's is a built-in that prints a made-up `uid=1000(sandbox)`.)
+        ("shell", format!("curl -s http://127.0.0.1:{tport}/ && echo fetched\nwget -q -O- http://127.0.0.1:{tport}/ && echo fetched\n(echo x > /dev/tcp/127.0.0.1/{tport}) 2>/dev/null && echo connected\nnc 127.0.0.1 {tport} < /dev/null && echo connected\npython3 -c 1 && echo loaded python\nbash -c 'echo x > /dev/udp/127.0.0.1/{uport}' 2>/dev/null && echo sent")),
+        ("prolog", format!(":- initialization(main).\nmain :- catch((client('127.0.0.1:{tport}', _, _, S, []), write(S), write(connected)), error(E, _), (functor(E, N, _), write(N))), nl, catch((shell('id', C), write(C)), error(F, _), (functor(F, M, _), write(M))), nl.")),
         ("php-cgi", format!("<?php var_dump(@fsockopen('127.0.0.1', {tport}), @file_get_contents('http://127.0.0.1:{tport}/'), @fsockopen('udp://127.0.0.1', {uport}), function_exists('shell_exec') ? @shell_exec('id') : 'no shell_exec', function_exists('exec') ? @exec('id') : 'no exec', @gethostbyname('localhost'));")),
     ];
     for (runtime, code) in cases {
@@ -316,6 +338,9 @@ async fn the_environment_reveals_nothing_of_the_host() {
         ("php-cgi", "<?php var_dump(getenv(), $_SERVER, getcwd(), php_uname(), $argv ?? null);"),
         ("clang", "#include <stdio.h>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) puts(*e); char cwd[512]; puts(getcwd(cwd, sizeof cwd) ? cwd : \"no cwd\"); for (int i = 0; i < argc; i++) puts(argv[i]); return 0; }"),
         ("javascript", "console.log(JSON.stringify(process.env), JSON.stringify(process.argv), typeof process.cwd === 'function' ? process.cwd() : 'no cwd');"),
+        ("typescript", "const env: Record<string, string> = process.env;\nconsole.log(JSON.stringify(env), JSON.stringify(process.argv), typeof process.cwd === 'function' ? process.cwd() : 'no cwd');"),
+        ("shell", "env; set; echo \"$PWD|$0|$HOME|$*\"; hostname; uname -a; pwd"),
+        ("prolog", ":- initialization(main).\nmain :- (getenv('HOME', H) -> write(H) ; write(nohome)), nl, current_prolog_flag(argv, A), write(A), nl, working_directory(D, D), write(D), nl."),
         ("clangpp", "#include <cstdio>\n#include <unistd.h>\nextern char **environ;\nint main(int argc, char **argv) { for (char **e = environ; *e; e++) std::puts(*e); for (int i = 0; i < argc; i++) std::puts(argv[i]); return 0; }"),
     ];
     for (runtime, code) in cases {
@@ -370,7 +395,7 @@ fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("sleep", "<?php sleep(100); while (true) {}"),
             ("set_time_limit cannot lift it", "<?php set_time_limit(0); ignore_user_abort(true); while (true) {}"),
         ],
-        "javascript" => vec![
+        "javascript" | "typescript" => vec![
             ("loop in an exception handler", "for (;;) { try { throw new Error('x'); } catch (e) {} }"),
             ("catastrophic regex", "for (;;) /(a+)+$/.test('a'.repeat(64) + 'b');"),
             ("timer that never ends", "setTimeout(function f() { setTimeout(f, 0); }, 0);"),
@@ -384,6 +409,17 @@ fn cpu_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
         "clangpp" => vec![
             ("busy loop", "int main() { volatile unsigned long n = 0; for (;;) n = n + 1; }"),
             ("recursion in a loop", "static int f(int n) { return n <= 1 ? n : f(n - 1) + f(n - 2); }\nint main() { for (;;) { volatile int x = f(35); (void)x; } }"),
+        ],
+        "shell" => vec![
+            ("busy loop", "while :; do :; done"),
+            ("arithmetic loop", "i=0; while true; do i=$((i + 1)); done"),
+            ("sleep then loop", "sleep 100; while :; do :; done"),
+            ("awk loop", "awk 'BEGIN { while (1) n++ }'"),
+        ],
+        "prolog" => vec![
+            ("recursion", ":- initialization(spin).\nspin :- spin."),
+            ("failure-driven loop", ":- initialization((repeat, fail))."),
+            ("catch loop", ":- initialization(l).\nl :- catch(throw(x), _, true), l."),
         ],
         _ => vec![],
     }
@@ -441,7 +477,7 @@ fn memory_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("many small allocations", "<?php $a = []; while (true) { $a[] = [1, 2, 3]; }"),
             ("deep recursion", "<?php function f($n) { return f($n + 1) + 1; } f(0);"),
         ],
-        "javascript" => vec![
+        "javascript" | "typescript" => vec![
             ("huge single allocation", "new ArrayBuffer(2 ** 40);"),
             ("many small allocations", "const a = []; for (;;) a.push({x: [1, 2, 3]});"),
             ("deep recursion", "function f(n) { return f(n + 1) + 1; } f(0);"),
@@ -451,6 +487,17 @@ fn memory_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("huge single allocation", "#include <stdlib.h>\n#include <stdio.h>\nint main(void) { void *volatile p = malloc((size_t)1 << 31); if (!p) { puts(\"no memory\"); return 1; } return 0; }"),
             ("many small allocations", "#include <stdlib.h>\n#include <string.h>\nint main(void) { for (;;) { char *volatile p = (char *)malloc(4096); if (!p) return 2; memset(p, 1, 4096); } }"),
             ("deep recursion", "static int f(volatile int n) { volatile char pad[256]; pad[0] = (char)n; return f(n + 1) + pad[0]; }\nint main(void) { return f(0); }"),
+        ],
+        "shell" => vec![
+            ("string doubling", "s=xxxxxxxxxxxxxxxx; while :; do s=\"$s$s\"; done"),
+            ("array doubling", "a=(xxxxxxxxxxxxxxxx); while :; do a=(\"${a[@]}\" \"${a[@]}\"); done"),
+            ("deep recursion", "f() { f; }; f"),
+            ("awk string doubling", "awk 'BEGIN { s = \"xxxxxxxxxxxxxxxx\"; while (1) s = s s }'"),
+        ],
+        "prolog" => vec![
+            ("list growth", ":- initialization(g([])).\ng(L) :- length(X, 100000), g([X|L])."),
+            ("deep recursion", ":- initialization(f(0)).\nf(N) :- M is N + 1, f(M), true."),
+            ("atom doubling", ":- initialization(g(x)).\ng(A) :- atom_concat(A, A, B), g(B)."),
         ],
         _ => vec![],
     }
@@ -485,6 +532,8 @@ fn hello_45(runtime: &str) -> &'static str {
         "python" => "print(45)",
         "ruby" => "puts 45",
         "clang" | "clangpp" => "#include <stdio.h>\nint main(void) { puts(\"45\"); return 0; }",
+        "shell" => "echo 45",
+        "prolog" => ":- initialization((write(45), nl)).",
         _ => "console.log(45)",
     }
 }
@@ -507,7 +556,7 @@ fn output_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("stderr flood", "<?php $e = fopen('php://stderr', 'w'); if (!$e) { while (true) { error_log(str_repeat('e', 65536)); } } while (true) { fwrite($e, str_repeat('e', 65536)); }"),
             ("one giant line", "<?php while (true) { echo str_repeat('y', 1000); }"),
         ],
-        "javascript" => vec![
+        "javascript" | "typescript" => vec![
             ("stderr flood", "const s = 'e'.repeat(65536); for (;;) console.error(s);"),
             ("one giant line", "for (;;) process.stdout.write('y'.repeat(1000));"),
         ],
@@ -515,6 +564,14 @@ fn output_probes(runtime: &str) -> Vec<(&'static str, &'static str)> {
             ("stdout flood", "#include <stdio.h>\n#include <string.h>\nint main(void) { static char b[65536]; memset(b, 'x', sizeof b); for (;;) fwrite(b, 1, sizeof b, stdout); }"),
             ("stderr flood", "#include <stdio.h>\nint main(void) { for (;;) fputs(\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\", stderr); }"),
             ("one giant line", "#include <stdio.h>\nint main(void) { for (;;) putchar('y'); }"),
+        ],
+        "shell" => vec![
+            ("stderr flood", "s=eeeeeeeeeeeeeeee; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do s=\"$s$s\"; done; while :; do echo \"$s\" >&2; done"),
+            ("one giant line", "while :; do printf yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy; done"),
+        ],
+        "prolog" => vec![
+            ("stderr flood", ":- initialization(f).\nf :- repeat, write(user_error, eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee), fail."),
+            ("one giant line", ":- initialization(f).\nf :- repeat, write(yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy), fail."),
         ],
         _ => vec![],
     }
@@ -555,6 +612,8 @@ async fn a_slow_trickle_is_cut_at_the_deadline_with_its_output_kept() {
         ("ruby", "n = 0\nloop do\n  t = Time.now\n  while Time.now - t < 0.1; end\n  puts \"tick #{n}\"\n  n += 1\nend"),
         ("php-cgi", "<?php for ($n = 0; ; $n++) { $t = microtime(true); while (microtime(true) - $t < 0.1); echo \"tick $n\\n\"; flush(); }"),
         ("javascript", "for (let n = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
+        ("shell", "n=0; while :; do sleep 0.1; echo \"tick $n\"; n=$((n + 1)); done"),
+        ("typescript", "for (let n: number = 0; ; n++) { const t = Date.now(); while (Date.now() - t < 100); console.log('tick', n); }"),
         ("clang", "#include <stdio.h>\n#include <time.h>\nint main(void) { for (int n = 0; ; n++) { struct timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a); do clock_gettime(CLOCK_MONOTONIC, &b); while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 100000000L); printf(\"tick %d\\n\", n); fflush(stdout); } }"),
     ];
     for (runtime, code) in cases {

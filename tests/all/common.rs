@@ -15,9 +15,9 @@ use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
-/// The runtimes the adversarial and scratch-limit suites attack: every default runtime
-/// but `sqlite`, whose programs are SQL for a shell that runs on CPython (the
-/// conformance suite's guarantee checks cover it).
+/// The runtimes the adversarial suite attacks: every default runtime but `sqlite`, whose
+/// programs are SQL for a shell that runs on CPython (the conformance suite's guarantee
+/// checks cover it).
 pub const ATTACKED_RUNTIMES: &[&str] = &[
     "python",
     "quickjs",
@@ -26,6 +26,9 @@ pub const ATTACKED_RUNTIMES: &[&str] = &[
     "clang",
     "clangpp",
     "javascript",
+    "typescript",
+    "shell",
+    "prolog",
 ];
 
 /// The cache the tests share, so artifacts are fetched and compiled once.

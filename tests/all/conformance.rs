@@ -52,7 +52,15 @@ fn every_default_plugin_passes_the_suite() {
             assert!(stdout.contains(&line), "{line:?} not in\n{stdout}");
         }
     }
-    for runtime in ["python", "quickjs", "ruby", "javascript", "sqlite"] {
+    for runtime in [
+        "python",
+        "quickjs",
+        "ruby",
+        "javascript",
+        "sqlite",
+        "typescript",
+        "shell",
+    ] {
         let line = format!("ok    {runtime} state kept in a session, not across");
         assert!(stdout.contains(&line), "{line:?} not in\n{stdout}");
     }

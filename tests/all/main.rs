@@ -14,6 +14,7 @@
 //! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
 //! - [`durable`]: sessions kept in a session store across restarts and replicas.
 //! - [`packages`]: pure-Python packages an operator adds to python.
+//! - [`languages`]: `typescript`, `shell` and `prolog`, as issue 23 states them.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -28,6 +29,7 @@ mod conformance;
 mod custom_plugin;
 mod deploy;
 mod durable;
+mod languages;
 mod mcp;
 mod packages;
 mod runtimes;

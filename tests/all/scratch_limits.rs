@@ -7,7 +7,22 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{run, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
+use crate::common::{run, run_with, runbox};
+
+/// The runtimes whose scratch limits are attacked: all attacked runtimes but `prolog`
+/// (the limits are the host's, the same for every runtime; Trealla's file I/O adds no
+/// path to them that the others lack).
+const RUNTIMES: &[&str] = &[
+    "python",
+    "quickjs",
+    "ruby",
+    "php-cgi",
+    "clang",
+    "clangpp",
+    "javascript",
+    "typescript",
+    "shell",
+];
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitSettings, Runbox, RunboxOptions};
 
@@ -103,7 +118,7 @@ fn fill_disk(runtime: &str, marker: &str) -> String {
              \x20 return 0;\n\
              }\n"
         }
-        "javascript" => {
+        "javascript" | "typescript" => {
             "const fs = require('fs');\n\
              fs.writeFileSync('/MARKER', '');\n\
              const t = Date.now();\n\
@@ -117,6 +132,20 @@ fn fill_disk(runtime: &str, marker: &str) -> String {
              } catch (e) {\n\
              \x20 console.log('stopped after ' + n + ' MB: ' + e.message);\n\
              }\n"
+        }
+        "shell" => {
+            ": > /MARKER\n\
+             sleep 0.3\n\
+             s=xxxxxxxxxxxxxxxx\n\
+             for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do s=\"$s$s\"; done\n\
+             printf '%s' \"$s\" > /chunk\n\
+             : > /fill.bin\n\
+             n=0\n\
+             while [ $n -lt 1024 ]; do\n\
+             \x20 if ! cat /chunk >> /fill.bin; then echo \"stopped after $n MB: see stderr\"; exit 0; fi\n\
+             \x20 n=$((n + 1))\n\
+             done\n\
+             echo \"wrote $n MB\"\n"
         }
         other => panic!("no program for {other}"),
     };
@@ -212,7 +241,7 @@ fn many_files(runtime: &str, marker: &str) -> String {
              \x20 return 0;\n\
              }\n"
         }
-        "javascript" => {
+        "javascript" | "typescript" => {
             "const fs = require('fs');\n\
              fs.writeFileSync('/MARKER', '');\n\
              const t = Date.now();\n\
@@ -225,6 +254,17 @@ fn many_files(runtime: &str, marker: &str) -> String {
              } catch (e) {\n\
              \x20 console.log('stopped after ' + n + ' files: ' + e.message);\n\
              }\n"
+        }
+        "shell" => {
+            ": > /MARKER\n\
+             sleep 0.3\n\
+             mkdir /d\n\
+             n=0\n\
+             while [ $n -lt 100000 ]; do\n\
+             \x20 if ! echo x > /d/$n; then echo \"stopped after $n files: see stderr\"; exit 0; fi\n\
+             \x20 n=$((n + 1))\n\
+             done\n\
+             echo \"created $n\"\n"
         }
         other => panic!("no program for {other}"),
     };
@@ -286,7 +326,7 @@ fn megabyte(runtime: &str) -> &'static str {
              \x20 return 0;\n\
              }\n"
         }
-        "javascript" => {
+        "javascript" | "typescript" => {
             "const fs = require('fs');\n\
              const n = 1 << 20;\n\
              const data = new Uint8Array(n);\n\
@@ -296,6 +336,13 @@ fn megabyte(runtime: &str) -> &'static str {
              let same = back.length === n;\n\
              for (let i = 0; same && i < n; i++) same = back[i] === (i & 255);\n\
              console.log((same ? 'ok ' : 'mismatch ') + back.length);\n"
+        }
+        // Bytes by octal escapes (`\\0` too), doubled to 1 MiB, checked by their sha256.
+        "shell" => {
+            "for i in $(seq 0 255); do printf \"\\\\$(printf %03o \"$i\")\"; done > /mb.bin\n\
+             for i in $(seq 12); do cat /mb.bin /mb.bin > /mb2.bin; mv /mb2.bin /mb.bin; done\n\
+             sum=$(sha256sum < /mb.bin | cut -c1-64)\n\
+             [ \"$sum\" = fbbab289f7f94b25736c58be46a994c441fd02552cc6022352e3d86d2fab7c83 ] && echo \"ok $(wc -c < /mb.bin)\" || echo \"mismatch $(wc -c < /mb.bin)\"\n"
         }
         other => panic!("no program for {other}"),
     }

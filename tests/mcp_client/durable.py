@@ -53,6 +53,14 @@ STATEFUL = {
         "var r = Math.random(); var o = {n: 5}; console.log(r, o.n)",
         "console.log(r, o.n)",
     ),
+    "typescript": (
+        "var r: number = Math.random(); enum K { Seven = 7 } var o = {n: 5}; console.log(r, o.n * K.Seven)",
+        "console.log(r, o.n * K.Seven)",
+    ),
+    "shell": (
+        "r=$RANDOM; k=7; f() { echo $((k * $1)); }; echo $r; f 6",
+        "echo $r; f 6",
+    ),
     "sqlite": (
         "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (40); SELECT sum(x) FROM t;",
         "SELECT sum(x) FROM t;",

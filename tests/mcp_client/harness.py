@@ -96,6 +96,25 @@ PROGRAMS = {
         "console.error('err');\nconsole.log([...Array(10).keys()].reduce((a, b) => a + b));",
         "abc\n",
     ),
+    "typescript": (
+        "const s: string = readStdin();\nconsole.log('out', s.trim().toUpperCase());\n"
+        "console.error('err');\n"
+        "console.log([...Array(10).keys()].reduce((a: number, b: number): number => a + b));",
+        "abc\n",
+    ),
+    "shell": (
+        "read -r s\necho \"out $(echo \"$s\" | tr a-z A-Z)\"\necho err >&2\n"
+        "seq 0 9 | awk '{t += $1} END {print t}'",
+        "abc\n",
+    ),
+    "prolog": (
+        ":- initialization(main).\n"
+        "main :- read_line_to_string(user_input, S), string_upper(S, U),\n"
+        "    format(\"out ~s~n\", [U]), flush_output,\n"
+        "    format(user_error, \"err~n\", []),\n"
+        "    numlist(0, 9, L), sum_list(L, T), write(T), nl.",
+        "abc\n",
+    ),
     "sqlite": (
         ".mode csv\n.import /dev/stdin t\nselect 'out ' || upper(w) from t;\n"
         "with recursive c(i) as (select 0 union all select i + 1 from c where i < 9) "

@@ -120,7 +120,8 @@ async def schemas():
             for spec in MANIFEST
         ], runtimes
         keeping = {r["name"] for r in runtimes if r["session_state"]}
-        assert keeping == {"python", "quickjs", "ruby", "javascript", "sqlite"}, keeping
+        assert keeping == {"python", "quickjs", "ruby", "javascript", "sqlite", "typescript",
+                           "shell"}, keeping
         assert listing.structured_content["limits"] == {
             "default_timeout_seconds": 10.0, "max_timeout_seconds": 60.0,
             "memory_mb": 512, "output_bytes": 1048576,

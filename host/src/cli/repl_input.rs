@@ -1,7 +1,8 @@
 //! How `runbox repl` cuts what is typed into blocks, each one call, by the runtime's
 //! statements: SQL runs at the `;` that ends a statement (a `.command` at once); the
 //! others run a line as soon as it is entered unless it opens a block (it ends with `:`,
-//! `{`, `(`, `[`, `,`, `\` or ` do`), and then at the first empty line.
+//! `{`, `(`, `[`, `,`, `\`, ` do`, or, for the shell, ` then`, `else`, ` in`, `|`, `&&`,
+//! `||`), and then at the first empty line.
 
 /// How a runtime's input ends a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +31,8 @@ impl Statements {
             }
             Statements::Lines => {
                 "a line runs when entered, unless it opens a block (ends with `:`, `{`, `(`, \
-                 `[`, `,`, `\\` or `do`): then an empty line runs the block"
+                 `[`, `,`, `\\`, `do`, `then`, `else`, `in`, `|`, `&&` or `||`): then an \
+                 empty line runs the block"
             }
         }
     }
@@ -39,12 +41,15 @@ impl Statements {
 /// Whether `line` leaves a block open, so more lines follow before it runs.
 pub fn opens_block(line: &str) -> bool {
     let line = line.trim_end();
+    let last_word = line.rsplit(|c: char| c.is_whitespace() || c == ';').next();
     ['{', '(', '[', ':', ',', '\\']
         .iter()
         .any(|c| line.ends_with(*c))
-        || line.ends_with(" do")
-        || line == "do"
-        || (line.contains(" do |") && line.ends_with('|'))
+        // Ruby's and the shell's `do`; the shell's `if … then`, `else`, `case … in`.
+        || matches!(last_word, Some("do" | "then" | "else" | "in"))
+        // Ruby's `do |x|`; a shell pipeline or list (`|`, `||`, `&&`) going on below.
+        || line.ends_with('|')
+        || line.ends_with("&&")
 }
 
 /// Whether SQL `text` ends with a `;` outside quotes and comments.
@@ -178,10 +183,25 @@ mod tests {
             "xs.each do |x|",
             "a \\",
             "int main() {",
+            "for f in *.csv; do",
+            "if [ -f x ]; then",
+            "else",
+            "case $x in",
+            "cat data.csv |",
+            "make &&",
         ] {
             assert!(opens_block(open), "{open}");
         }
-        for line in ["print(1)", "x = [1]", "puts 'do'", "done"] {
+        for line in [
+            "print(1)",
+            "x = [1]",
+            "puts 'do'",
+            "done",
+            "fi",
+            "echo then done",
+            "ls | wc -l",
+            "x in y",
+        ] {
             assert!(!opens_block(line), "{line}");
         }
     }

