@@ -7,22 +7,14 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{run, run_with, runbox};
+use crate::common::{run, run_with, runbox, ATTACKED_RUNTIMES};
 
 /// The runtimes whose scratch limits are attacked: all attacked runtimes but `prolog`
 /// (the limits are the host's, the same for every runtime; Trealla's file I/O adds no
 /// path to them that the others lack).
-const RUNTIMES: &[&str] = &[
-    "python",
-    "quickjs",
-    "ruby",
-    "php-cgi",
-    "clang",
-    "clangpp",
-    "javascript",
-    "typescript",
-    "shell",
-];
+fn runtimes() -> impl Iterator<Item = &'static str> {
+    ATTACKED_RUNTIMES.iter().copied().filter(|r| *r != "prolog")
+}
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitSettings, Runbox, RunboxOptions};
 
@@ -419,7 +411,7 @@ fn assert_scratch_removed(runtime: &str, scratch: Option<PathBuf>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writing_a_gigabyte_stops_at_the_cap_with_enospc() {
     let cap_mb = runbox().limits().scratch_bytes >> 20;
-    for runtime in RUNTIMES {
+    for runtime in runtimes() {
         let marker = unique_marker("fill", runtime);
         let code = fill_disk(runtime, &marker);
         let (out, elapsed, scratch) =
@@ -444,7 +436,7 @@ async fn writing_a_gigabyte_stops_at_the_cap_with_enospc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creating_100_000_files_stops_at_the_cap() {
     let cap = runbox().limits().scratch_files;
-    for runtime in RUNTIMES {
+    for runtime in runtimes() {
         let marker = unique_marker("files", runtime);
         let code = many_files(runtime, &marker);
         // Creating ten thousand files takes a few seconds on a busy machine; this test is
@@ -465,7 +457,7 @@ async fn creating_100_000_files_stops_at_the_cap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writing_and_reading_a_megabyte_works() {
-    for runtime in RUNTIMES {
+    for runtime in runtimes() {
         let out = run(runtime, megabyte(runtime)).await;
         assert_eq!(out.status, RunStatus::Completed, "{runtime}: {out:?}");
         assert_eq!(out.stdout(), "ok 1048576\n", "{runtime}: {out:?}");

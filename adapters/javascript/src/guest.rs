@@ -2,8 +2,9 @@
 //! directory, then the program into an [`Interpreter`] whose output is the real standard
 //! streams. A session keeps its interpreter from one call to the next.
 
-use std::cell::{Cell, RefCell};
 use std::io::Write;
+
+use runbox_adapter_support::KeptInterpreter;
 
 use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
@@ -86,40 +87,18 @@ impl SessionGuest for Adapter {
 }
 
 /// A session: one interpreter for all its calls, so globals carry over.
-///
-/// `run-once` (an ordinary run the host prepared a session for ahead of time) uses the
-/// interpreter the constructor made, still fresh, and uses it up.
-pub struct Session {
-    interpreter: RefCell<Result<Interpreter, String>>,
-    /// Whether `run` has put programs into the interpreter.
-    used: Cell<bool>,
-}
+pub struct Session(KeptInterpreter<Interpreter>);
 
 impl GuestSession for Session {
     fn new() -> Self {
-        // Created now, so the first call does not wait for it; a failure shows at each run.
-        Session {
-            interpreter: RefCell::new(interpreter()),
-            used: Cell::new(false),
-        }
+        Session(KeptInterpreter::new(interpreter))
     }
 
     fn run_once(&self, request: RunRequest) -> Result<i32, String> {
-        let fresh = std::mem::replace(
-            &mut *self.interpreter.borrow_mut(),
-            Err("this session's interpreter was used up by `run-once`".into()),
-        );
-        let mut interpreter = match fresh {
-            Ok(interpreter) if !self.used.get() => interpreter,
-            _ => interpreter()?,
-        };
-        run(&mut interpreter, &request)
+        self.0.run_once(|interpreter| run(interpreter, &request))
     }
 
     fn run(&self, request: RunRequest) -> Result<i32, String> {
-        self.used.set(true);
-        let mut slot = self.interpreter.borrow_mut();
-        let interpreter = slot.as_mut().map_err(|e| e.clone())?;
-        run(interpreter, &request)
+        self.0.run(|interpreter| run(interpreter, &request))
     }
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use oxc_allocator::Allocator;
 use oxc_codegen::{Codegen, CodegenOptions};
+use oxc_diagnostics::OxcDiagnostic;
 use oxc_parser::Parser;
 use oxc_semantic::SemanticBuilder;
 use oxc_sourcemap::SourceMap;
@@ -31,6 +32,19 @@ pub struct SyntaxError {
     pub column: u32,
 }
 
+impl SyntaxError {
+    /// oxc's `diagnostic` about `source`, at its first label.
+    fn at(source: &str, diagnostic: &OxcDiagnostic) -> SyntaxError {
+        let offset = diagnostic.labels.first().map_or(0, |label| label.offset());
+        let (line, column) = line_and_column(source, offset as usize);
+        SyntaxError {
+            message: diagnostic.message.to_string(),
+            line,
+            column,
+        }
+    }
+}
+
 impl std::fmt::Display for SyntaxError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -49,13 +63,7 @@ pub fn transpile(source: &str, path: &str) -> Result<Transpiled, SyntaxError> {
     let source_type = SourceType::ts().with_unambiguous(true);
     let parsed = Parser::new(&allocator, source, source_type).parse();
     if let Some(error) = parsed.diagnostics.first() {
-        let offset = error.labels.first().map_or(0, |label| label.offset());
-        let (line, column) = line_and_column(source, offset as usize);
-        return Err(SyntaxError {
-            message: error.message.to_string(),
-            line,
-            column,
-        });
+        return Err(SyntaxError::at(source, error));
     }
     let mut program = parsed.program;
     let scoping = SemanticBuilder::new()
@@ -67,13 +75,7 @@ pub fn transpile(source: &str, path: &str) -> Result<Transpiled, SyntaxError> {
     let transformed = Transformer::new(&allocator, Path::new(path), &options)
         .build_with_scoping(scoping, &mut program);
     if let Some(error) = transformed.diagnostics.first() {
-        let offset = error.labels.first().map_or(0, |label| label.offset());
-        let (line, column) = line_and_column(source, offset as usize);
-        return Err(SyntaxError {
-            message: error.message.to_string(),
-            line,
-            column,
-        });
+        return Err(SyntaxError::at(source, error));
     }
     let generated = Codegen::new()
         .with_options(CodegenOptions {

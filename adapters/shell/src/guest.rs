@@ -2,9 +2,10 @@
 //! directory, then the script into a [`Shell`] whose output is the real standard streams.
 //! A session keeps its shell from one call to the next.
 
-use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::sync::Arc;
+
+use runbox_adapter_support::KeptInterpreter;
 
 use crate::shell::{Output, Script, Shell};
 
@@ -70,39 +71,18 @@ impl SessionGuest for Adapter {
 }
 
 /// A session: one shell for all its calls, so variables and functions carry over.
-///
-/// `run-once` (an ordinary run the host prepared a session for ahead of time) uses the
-/// shell the constructor made, still fresh, and uses it up.
-pub struct Session {
-    shell: RefCell<Result<Shell, String>>,
-    /// Whether `run` has put scripts into the shell.
-    used: Cell<bool>,
-}
+pub struct Session(KeptInterpreter<Shell>);
 
 impl GuestSession for Session {
     fn new() -> Self {
-        Session {
-            shell: RefCell::new(shell()),
-            used: Cell::new(false),
-        }
+        Session(KeptInterpreter::new(shell))
     }
 
     fn run_once(&self, request: RunRequest) -> Result<i32, String> {
-        let fresh = std::mem::replace(
-            &mut *self.shell.borrow_mut(),
-            Err("this session's shell was used up by `run-once`".into()),
-        );
-        let mut shell = match fresh {
-            Ok(shell) if !self.used.get() => shell,
-            _ => shell()?,
-        };
-        run(&mut shell, &request)
+        self.0.run_once(|shell| run(shell, &request))
     }
 
     fn run(&self, request: RunRequest) -> Result<i32, String> {
-        self.used.set(true);
-        let mut slot = self.shell.borrow_mut();
-        let shell = slot.as_mut().map_err(|e| e.clone())?;
-        run(shell, &request)
+        self.0.run(|shell| run(shell, &request))
     }
 }

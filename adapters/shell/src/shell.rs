@@ -4,7 +4,6 @@
 //! Plain Rust, without the WIT bindings, so the unit tests run it natively; `guest.rs`
 //! hands it the request and the real standard streams.
 
-use std::future::IntoFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,24 +76,24 @@ impl Shell {
 
     /// Runs `script` to its end and returns its exit status.
     pub fn run(&mut self, script: &Script<'_>) -> i32 {
+        // The streaming callback gets each command's stdout and stderr as it ends, in
+        // the order the commands ran (bashkit's `Execution` pumps the two streams apart
+        // and loses that order between them).
+        let output = self.output.clone();
         let options = ExecOptions::new()
             .arg0("main.sh")
             .positional(script.args.iter().cloned())
-            .stdin(script.stdin.unwrap_or_default().to_vec());
-        let (out, err) = (self.output.clone(), self.output.clone());
-        let execution = self
-            .bash
-            .execute(script.code)
-            .options(options)
-            .stdout_fn(move |bytes| {
-                out.stdout(&bytes);
-                async { Ok::<(), bashkit::Error>(()) }
-            })
-            .stderr_fn(move |bytes| {
-                err.stderr(&bytes);
-                async { Ok::<(), bashkit::Error>(()) }
-            });
-        match self.runtime.block_on(execution.into_future()) {
+            .stdin(script.stdin.unwrap_or_default().to_vec())
+            .streaming(Box::new(move |stdout, stderr| {
+                if !stdout.is_empty() {
+                    output.stdout(stdout.as_bytes());
+                }
+                if !stderr.is_empty() {
+                    output.stderr(stderr.as_bytes());
+                }
+            }));
+        let execution = self.bash.exec_with_options(script.code, options);
+        match self.runtime.block_on(execution) {
             Ok(result) => result.exit_code,
             // A parse error or a limit of bashkit's: bash's status for a syntax error.
             Err(e) => {

@@ -8,14 +8,18 @@ use crate::shell::{Output, Script, Shell};
 struct Capture {
     stdout: Mutex<Vec<u8>>,
     stderr: Mutex<Vec<u8>>,
+    /// Both, in the order they were written.
+    both: Mutex<Vec<u8>>,
 }
 
 impl Output for Capture {
     fn stdout(&self, bytes: &[u8]) {
         self.stdout.lock().unwrap().extend_from_slice(bytes);
+        self.both.lock().unwrap().extend_from_slice(bytes);
     }
     fn stderr(&self, bytes: &[u8]) {
         self.stderr.lock().unwrap().extend_from_slice(bytes);
+        self.both.lock().unwrap().extend_from_slice(bytes);
     }
 }
 
@@ -167,4 +171,12 @@ fn loops_are_not_cut_short_by_bashkit_limits() {
         (status, stdout.as_str(), stderr.as_str()),
         (0, "200000\n", "")
     );
+}
+
+#[test]
+fn stdout_and_stderr_keep_the_order_of_the_commands() {
+    let mut s = Session::new();
+    s.run("echo out; echo err >&2; seq 3 | wc -l; echo err2 >&2");
+    let both = std::mem::take(&mut *s.capture.both.lock().unwrap());
+    assert_eq!(String::from_utf8_lossy(&both), "out\nerr\n3\nerr2\n");
 }

@@ -183,6 +183,54 @@ fn pwrite(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<us
     std::os::unix::fs::FileExt::write_at(file, bytes, offset)
 }
 
+/// What a native component's session keeps: one interpreter for all its calls, made when
+/// the session is, so the first call does not wait for it (a failure to make it shows at
+/// each call).
+///
+/// `run_once` (an ordinary run the host prepared a session for ahead of time) uses the
+/// interpreter still fresh, and uses it up; after `run` it makes a new one for itself.
+pub struct KeptInterpreter<I> {
+    slot: std::cell::RefCell<Result<I, String>>,
+    /// Whether `run` has put programs into the interpreter.
+    used: std::cell::Cell<bool>,
+    make: fn() -> Result<I, String>,
+}
+
+impl<I> KeptInterpreter<I> {
+    pub fn new(make: fn() -> Result<I, String>) -> Self {
+        KeptInterpreter {
+            slot: std::cell::RefCell::new(make()),
+            used: std::cell::Cell::new(false),
+            make,
+        }
+    }
+
+    /// `call` on a fresh interpreter: the kept one if nothing ran in it, which it uses up.
+    pub fn run_once<R>(&self, call: impl FnOnce(&mut I) -> Result<R, String>) -> Result<R, String> {
+        if self.used.get() {
+            // The kept one has programs in it: a new one, and the kept one stays.
+            return call(&mut (self.make)()?);
+        }
+        let fresh = std::mem::replace(
+            &mut *self.slot.borrow_mut(),
+            Err("this session's interpreter was used up by `run-once`".into()),
+        );
+        let mut interpreter = match fresh {
+            Ok(interpreter) => interpreter,
+            Err(_) => (self.make)()?,
+        };
+        call(&mut interpreter)
+    }
+
+    /// `call` on the kept interpreter, after the programs before it.
+    pub fn run<R>(&self, call: impl FnOnce(&mut I) -> Result<R, String>) -> Result<R, String> {
+        self.used.set(true);
+        let mut slot = self.slot.borrow_mut();
+        let interpreter = slot.as_mut().map_err(|e| e.clone())?;
+        call(interpreter)
+    }
+}
+
 /// The functions every adapter's glue needs over its own bindings: invoked in a module
 /// where `config`, `process`, `File` and `Info` (of the adapter's `runbox:plugin`
 /// bindings) are in scope, it defines `describe_from_settings()`, `write_files(files)`,
@@ -277,5 +325,29 @@ mod tests {
             (d.name.as_str(), d.session_state, d.version.as_str()),
             ("py", true, "")
         );
+    }
+
+    #[test]
+    fn a_kept_interpreter_serves_run_once_fresh_and_run_in_order() {
+        use super::KeptInterpreter;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        fn make() -> Result<Vec<&'static str>, String> {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            Ok(Vec::new())
+        }
+        let kept = KeptInterpreter::new(make);
+        // The fresh interpreter made with the session serves `run-once` and is used up.
+        assert_eq!(kept.run_once(|i| Ok(i.len())), Ok(0));
+        assert_eq!(MADE.load(Ordering::SeqCst), 1);
+        assert!(kept.run(|i| Ok(i.len())).unwrap_err().contains("used up"));
+
+        let kept = KeptInterpreter::new(make);
+        kept.run(|i| Ok(i.push("a"))).unwrap();
+        assert_eq!(kept.run(|i| Ok(i.join(","))), Ok("a".to_string()));
+        // After `run`, `run-once` gets a new interpreter and the kept one stays.
+        assert_eq!(kept.run_once(|i| Ok(i.len())), Ok(0));
+        assert_eq!(kept.run(|i| Ok(i.len())), Ok(1));
+        assert_eq!(MADE.load(Ordering::SeqCst), 3);
     }
 }
