@@ -76,21 +76,23 @@ impl FsBackend for RealFiles {
 
     async fn mkdir(&self, path: &Path, recursive: bool) -> Result<()> {
         let path = self.real(path);
-        Ok(if recursive {
-            std::fs::create_dir_all(path)?
+        if recursive {
+            std::fs::create_dir_all(path)?;
         } else {
-            std::fs::create_dir(path)?
-        })
+            std::fs::create_dir(path)?;
+        }
+        Ok(())
     }
 
     async fn remove(&self, path: &Path, recursive: bool) -> Result<()> {
         let path = self.real(path);
         let is_dir = std::fs::symlink_metadata(&path)?.file_type().is_dir();
-        Ok(match (is_dir, recursive) {
+        match (is_dir, recursive) {
             (true, true) => std::fs::remove_dir_all(&path)?,
             (true, false) => std::fs::remove_dir(&path)?,
             (false, _) => std::fs::remove_file(&path)?,
-        })
+        }
+        Ok(())
     }
 
     async fn stat(&self, path: &Path) -> Result<Metadata> {

@@ -12,9 +12,6 @@ use bashkit::{Bash, ExecOptions, ExecutionLimits, MemoryLimits, PosixFs, Session
 
 use crate::files::RealFiles;
 
-/// The bashkit version, as the runtime reports it (keep in step with Cargo.toml).
-pub const BASHKIT_VERSION: &str = "0.20.2";
-
 /// Where a script's output goes, as it is written.
 pub trait Output: Send + Sync {
     fn stdout(&self, bytes: &[u8]);

@@ -343,7 +343,11 @@ mod tests {
         assert!(kept.run(|i| Ok(i.len())).unwrap_err().contains("used up"));
 
         let kept = KeptInterpreter::new(make);
-        kept.run(|i| Ok(i.push("a"))).unwrap();
+        kept.run(|i| {
+            i.push("a");
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(kept.run(|i| Ok(i.join(","))), Ok("a".to_string()));
         // After `run`, `run-once` gets a new interpreter and the kept one stays.
         assert_eq!(kept.run_once(|i| Ok(i.len())), Ok(0));
