@@ -360,30 +360,23 @@ pub async fn serve(
             },
             _ = shutdown.cancelled() => break,
         };
-        // Small JSON-RPC messages: send each at once instead of waiting for the peer's ACK.
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        tokio::spawn(serve_connection(tcp, app.clone(), slot, shutdown.clone()));
+    }
+    // Connections the kernel completed but nobody accepted yet would be reset when the
+    // listener closes, after their clients sent a request: answer them too.
+    // (A plain non-blocking `accept` until it would block: the syscall itself, not the
+    // reactor's last word on readiness.)
+    let listener = listener.into_std()?;
+    while let Ok((tcp, _)) = listener.accept() {
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            break;
+        };
+        let tcp = tcp
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpStream::from_std(tcp));
+        if let Ok(tcp) = tcp {
+            tokio::spawn(serve_connection(tcp, app.clone(), slot, shutdown.clone()));
         }
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT);
-            let connection = builder
-                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
-                .with_upgrades();
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                _ = shutdown.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
-                }
-            }
-        });
     }
     // No new connection from here on: a balancer's connect fails at once and it tries
     // another replica, rather than waiting on one that is never answered.
@@ -392,6 +385,50 @@ pub async fn serve(
     let all = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(6), slots.acquire_many(all)).await;
     Ok(())
+}
+
+/// How long a connection that came in as the server stops may take to send its request
+/// and get the answer, before it is shut down.
+const LAST_REQUEST_WINDOW: Duration = Duration::from_secs(1);
+
+/// Serves one connection until it ends or the server stops. At the stop, a request
+/// already sent (or being sent) on it is still read and answered: hyper's graceful
+/// shutdown alone closes a connection that has not read its first request yet, which
+/// its client sees as a reset after it sent the request.
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    app: axum::Router,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+    shutdown: CancellationToken,
+) {
+    // Small JSON-RPC messages: send each at once instead of waiting for the peer's ACK.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {e}");
+    }
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let connection = builder
+        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    tokio::select! {
+        // Polled first: a connection with its request in hand serves it before it
+        // looks at the stop.
+        biased;
+        _ = connection.as_mut() => return,
+        _ = shutdown.cancelled() => {}
+    }
+    if tokio::time::timeout(LAST_REQUEST_WINDOW, connection.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    connection.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(Duration::from_secs(5), connection).await;
 }
 
 /// Drains until nothing is under way (and `grace` has passed), `timeout` passes, or a
