@@ -4,8 +4,6 @@
 
 use std::io::Write;
 
-use runbox_adapter_support::KeptInterpreter;
-
 use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
@@ -72,33 +70,4 @@ fn run(interpreter: &mut Interpreter, request: &RunRequest) -> Result<i32, Strin
     }))
 }
 
-impl Guest for Adapter {
-    fn describe() -> Info {
-        guest_io::describe_from_settings()
-    }
-
-    fn run(request: RunRequest) -> Result<i32, String> {
-        run(&mut interpreter()?, &request)
-    }
-}
-
-impl SessionGuest for Adapter {
-    type Session = Session;
-}
-
-/// A session: one interpreter for all its calls, so globals carry over.
-pub struct Session(KeptInterpreter<Interpreter>);
-
-impl GuestSession for Session {
-    fn new() -> Self {
-        Session(KeptInterpreter::new(interpreter))
-    }
-
-    fn run_once(&self, request: RunRequest) -> Result<i32, String> {
-        self.0.run_once(|interpreter| run(interpreter, &request))
-    }
-
-    fn run(&self, request: RunRequest) -> Result<i32, String> {
-        self.0.run(|interpreter| run(interpreter, &request))
-    }
-}
+runbox_adapter_support::native_component!(Interpreter, interpreter, run);

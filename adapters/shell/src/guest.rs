@@ -5,8 +5,6 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use runbox_adapter_support::KeptInterpreter;
-
 use crate::shell::{Output, Script, Shell};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
@@ -56,33 +54,4 @@ fn run(shell: &mut Shell, request: &RunRequest) -> Result<i32, String> {
     }))
 }
 
-impl Guest for Adapter {
-    fn describe() -> Info {
-        guest_io::describe_from_settings()
-    }
-
-    fn run(request: RunRequest) -> Result<i32, String> {
-        run(&mut shell()?, &request)
-    }
-}
-
-impl SessionGuest for Adapter {
-    type Session = Session;
-}
-
-/// A session: one shell for all its calls, so variables and functions carry over.
-pub struct Session(KeptInterpreter<Shell>);
-
-impl GuestSession for Session {
-    fn new() -> Self {
-        Session(KeptInterpreter::new(shell))
-    }
-
-    fn run_once(&self, request: RunRequest) -> Result<i32, String> {
-        self.0.run_once(|shell| run(shell, &request))
-    }
-
-    fn run(&self, request: RunRequest) -> Result<i32, String> {
-        self.0.run(|shell| run(shell, &request))
-    }
-}
+runbox_adapter_support::native_component!(Shell, shell, run);

@@ -278,6 +278,48 @@ macro_rules! guest_glue {
     };
 }
 
+/// The exports of a native component (an interpreter compiled into the component, one
+/// per run, kept by a session): invoked where `Adapter`, `Guest`, `SessionGuest`,
+/// `GuestSession`, `RunRequest`, `Info` and `guest_io` (the [`guest_glue!`] module) are in
+/// scope, with the interpreter's type, the function that makes one and the function that
+/// runs a request in one. Defines `Session` and implements both interfaces.
+#[macro_export]
+macro_rules! native_component {
+    ($interpreter:ty, $make:path, $run:path) => {
+        impl Guest for Adapter {
+            fn describe() -> Info {
+                guest_io::describe_from_settings()
+            }
+
+            fn run(request: RunRequest) -> Result<i32, String> {
+                $run(&mut $make()?, &request)
+            }
+        }
+
+        impl SessionGuest for Adapter {
+            type Session = Session;
+        }
+
+        /// A session: one interpreter for all its calls, so what a call defines carries
+        /// over to the next.
+        pub struct Session($crate::KeptInterpreter<$interpreter>);
+
+        impl GuestSession for Session {
+            fn new() -> Self {
+                Session($crate::KeptInterpreter::new($make))
+            }
+
+            fn run_once(&self, request: RunRequest) -> Result<i32, String> {
+                self.0.run_once(|interpreter| $run(interpreter, &request))
+            }
+
+            fn run(&self, request: RunRequest) -> Result<i32, String> {
+                self.0.run(|interpreter| $run(interpreter, &request))
+            }
+        }
+    };
+}
+
 /// Building settings in tests (every adapter's).
 pub mod test_support {
     pub fn strings(items: &[&str]) -> Vec<String> {
