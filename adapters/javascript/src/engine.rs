@@ -219,10 +219,10 @@ impl Interpreter {
             .call(&JsValue::undefined(), &[args.into()], &mut self.context)?;
         let path = Path::new(self.language.program_path());
         let code = match &self.transpiled {
-            Some(transpiled) => transpiled.code.clone(),
-            None => program.code.to_owned(),
+            Some(transpiled) => transpiled.code.as_str(),
+            None => program.code,
         };
-        let source = Source::from_bytes(&code).with_path(path);
+        let source = Source::from_bytes(code).with_path(path);
         let script_error = match Script::parse(source, None, &mut self.context) {
             Ok(script) => {
                 script.evaluate(&mut self.context)?;
@@ -233,7 +233,7 @@ impl Interpreter {
         // Not a script, but maybe a module (`import`, `export`, top-level `await`): run it
         // as one, as Node.js does when it sees their syntax. Its declarations stay in the
         // module, not in the global scope.
-        let source = Source::from_bytes(&code).with_path(path);
+        let source = Source::from_bytes(code).with_path(path);
         let Ok(module) = Module::parse(source, None, &mut self.context) else {
             return Err(script_error.into());
         };

@@ -2,8 +2,6 @@
 //! directory, then the program into an [`Interpreter`] whose output is the real standard
 //! streams. A session keeps its interpreter from one call to the next.
 
-use std::io::Write;
-
 use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
@@ -23,23 +21,15 @@ struct Adapter;
 
 export!(Adapter);
 
-/// `wasi:cli/stdout` and `stderr`, flushed after every write so that the host sees the
-/// two streams in the order the program wrote them.
+/// `wasi:cli/stdout` and `stderr`, written at once.
 struct Stdio;
 
 impl Output for Stdio {
     fn write(&self, stream: Stream, bytes: &[u8]) {
-        // A closed stream (the host stopped reading) is not the program's error.
-        let _ = match stream {
-            Stream::Stdout => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(bytes).and_then(|()| out.flush())
-            }
-            Stream::Stderr => {
-                let mut err = std::io::stderr().lock();
-                err.write_all(bytes).and_then(|()| err.flush())
-            }
-        };
+        match stream {
+            Stream::Stdout => runbox_adapter_support::write_stdout(bytes),
+            Stream::Stderr => runbox_adapter_support::write_stderr(bytes),
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 //! directory, then the script into a [`Shell`] whose output is the real standard streams.
 //! A session keeps its shell from one call to the next.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use crate::shell::{Output, Script, Shell};
@@ -24,20 +23,16 @@ struct Adapter;
 
 export!(Adapter);
 
-/// `wasi:cli/stdout` and `stderr`, flushed after every write so that the host sees the
-/// two streams in the order the script wrote them.
+/// `wasi:cli/stdout` and `stderr`, written at once.
 struct Stdio;
 
 impl Output for Stdio {
     fn stdout(&self, bytes: &[u8]) {
-        // A closed stream (the host stopped reading) is not the script's error.
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(bytes).and_then(|()| out.flush());
+        runbox_adapter_support::write_stdout(bytes);
     }
 
     fn stderr(&self, bytes: &[u8]) {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(bytes).and_then(|()| err.flush());
+        runbox_adapter_support::write_stderr(bytes);
     }
 }
 

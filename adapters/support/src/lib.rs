@@ -5,6 +5,7 @@
 //! `runbox:plugin` bindings (each adapter generates them for its own world).
 
 use std::fs;
+use std::io::Write;
 use std::path::Path;
 
 /// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
@@ -181,6 +182,20 @@ fn pwrite(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<us
 #[cfg(not(target_arch = "wasm32"))]
 fn pwrite(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<usize> {
     std::os::unix::fs::FileExt::write_at(file, bytes, offset)
+}
+
+/// Writes `bytes` to standard output at once (flushed), so that the host sees stdout and
+/// stderr in the order they were written. A closed stream (the host stopped reading) is
+/// not the program's error.
+pub fn write_stdout(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes).and_then(|()| out.flush());
+}
+
+/// [`write_stdout`] for standard error.
+pub fn write_stderr(bytes: &[u8]) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(bytes).and_then(|()| err.flush());
 }
 
 /// What a native component's session keeps: one interpreter for all its calls, made when
