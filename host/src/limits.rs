@@ -5,6 +5,15 @@ use std::time::Duration;
 
 use crate::sandbox::disk::{DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
 
+/// The most a client without MCP tasks may ask for. The TypeScript SDK (and clients
+/// built on it) give up on a request after 60 s: a run at this limit, plus a compile on
+/// its whole budget, is still answered before then.
+pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// What a run's build steps may take in all (a C++ program with templates compiles in
+/// a few seconds; this leaves room on a loaded machine).
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// What a request asks for; `None` fields take the server's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct LimitOverrides {
@@ -20,6 +29,9 @@ pub struct LimitOverrides {
 pub struct LimitSettings {
     pub default_timeout: Duration,
     pub max_timeout: Duration,
+    /// What a run's build steps (compiling and linking, see `process.spawn-build` in
+    /// wit/runbox.wit) may take, apart from the program's own time limit.
+    pub compile_timeout: Duration,
     pub memory_bytes: u64,
     pub output_bytes: usize,
     /// Bytes of file data a run (or a session, for its whole life) may keep in its
@@ -34,7 +46,8 @@ impl Default for LimitSettings {
     fn default() -> Self {
         LimitSettings {
             default_timeout: Duration::from_secs(10),
-            max_timeout: Duration::from_secs(60),
+            max_timeout: DEFAULT_MAX_TIMEOUT,
+            compile_timeout: DEFAULT_COMPILE_TIMEOUT,
             memory_bytes: 512 << 20,
             output_bytes: 1 << 20,
             scratch_bytes: DEFAULT_SCRATCH_BYTES,
@@ -47,6 +60,8 @@ impl Default for LimitSettings {
 #[derive(Debug, Clone, Copy)]
 pub struct RunLimits {
     pub timeout: Duration,
+    /// What its build steps may take, on top of `timeout`.
+    pub compile_timeout: Duration,
     pub memory_bytes: usize,
 }
 
@@ -72,6 +87,7 @@ impl LimitSettings {
             .map_or(self.max_timeout, |t| t.max(self.max_timeout));
         Ok(RunLimits {
             timeout: timeout.min(ceiling),
+            compile_timeout: self.compile_timeout,
             memory_bytes: usize::try_from(memory).unwrap_or(usize::MAX),
         })
     }
@@ -90,7 +106,7 @@ mod tests {
             max_timeout: None,
         };
         let limits = settings.resolve(&asked).unwrap();
-        assert_eq!(limits.timeout, Duration::from_secs(60));
+        assert_eq!(limits.timeout, DEFAULT_MAX_TIMEOUT);
         assert_eq!(limits.memory_bytes, 512 << 20);
         let zero = LimitOverrides {
             timeout: Some(Duration::ZERO),
@@ -100,6 +116,7 @@ mod tests {
         assert!(settings.resolve(&zero).is_err());
         let default = settings.resolve(&LimitOverrides::default()).unwrap();
         assert_eq!(default.timeout, Duration::from_secs(10));
+        assert_eq!(default.compile_timeout, DEFAULT_COMPILE_TIMEOUT);
         let task = LimitOverrides {
             timeout: Some(Duration::from_secs(3600)),
             max_timeout: Some(Duration::from_secs(1800)),

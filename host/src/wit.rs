@@ -7,6 +7,7 @@ wasmtime::component::bindgen!({
     world: "session-plugin",
     imports: {
         "runbox:plugin/process.spawn": async | trappable,
+        "runbox:plugin/process.spawn-build": async | trappable,
         "runbox:plugin/process.[static]resident.start": async | trappable,
         "runbox:plugin/process.[method]resident.feed": async | trappable,
         default: trappable,

@@ -29,22 +29,23 @@ impl Guest for Adapter {
         guest_io::write_file(&build.source, request.code.as_bytes())
             .map_err(|e| format!("cannot write the program to `{}`: {e}", build.source))?;
         // A failed compile or link is the run's result: its diagnostics are on stderr.
+        // Both run on the build budget, not on the program's time.
         for step in std::iter::once(build.compile).chain(build.link) {
-            let code = spawn(step, None)?;
+            let code = guest_io::spawn_build(command(step, None))?;
             if code != 0 {
                 return Ok(code);
             }
         }
-        spawn(build.run, request.stdin)
+        guest_io::spawn(command(build.run, request.stdin))
     }
 }
 
-/// Runs one step to completion and returns its exit code.
-fn spawn(step: Step, stdin: Option<Vec<u8>>) -> Result<i32, String> {
-    guest_io::spawn(process::Command {
+/// The host's command for one step.
+fn command(step: Step, stdin: Option<Vec<u8>>) -> process::Command {
+    process::Command {
         program: step.program,
         args: step.args,
         env: step.env,
         stdin,
-    })
+    }
 }

@@ -249,7 +249,8 @@ impl<I> KeptInterpreter<I> {
 /// The functions every adapter's glue needs over its own bindings: invoked in a module
 /// where `config`, `process`, `File` and `Info` (of the adapter's `runbox:plugin`
 /// bindings) are in scope, it defines `describe_from_settings()`, `write_files(files)`,
-/// `write_file(path, contents)`, `spawn(command)` and `spawn_error(program, error)` there.
+/// `write_file(path, contents)`, `spawn(command)`, `spawn_build(command)` and
+/// `spawn_error(program, error)` there.
 #[macro_export]
 macro_rules! guest_glue {
     () => {
@@ -268,6 +269,13 @@ macro_rules! guest_glue {
         /// Runs `command` to completion through the host and returns its exit code.
         pub fn spawn(command: process::Command) -> Result<i32, String> {
             process::spawn(&command).map_err(|e| spawn_error(&command.program, e))
+        }
+
+        /// Runs a build step (a compiler, a linker) to completion through the host, on
+        /// the run's build budget rather than the program's time limit.
+        #[allow(dead_code)]
+        pub fn spawn_build(command: process::Command) -> Result<i32, String> {
+            process::spawn_build(&command).map_err(|e| spawn_error(&command.program, e))
         }
 
         /// Writes the request's extra files into the scratch directory.

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use runbox::service::LimitSettings;
 
-/// `--memory-mb` and `--output-bytes`.
+/// `--memory-mb`, `--output-bytes` and `--compile-timeout`.
 #[derive(Debug, Clone, Args)]
 pub struct LimitArgs {
     /// Memory limit of one run in MiB, shared by everything the run starts.
@@ -18,6 +18,11 @@ pub struct LimitArgs {
     #[arg(long, env = "RUNBOX_OUTPUT_BYTES", value_name = "BYTES",
           default_value_t = LimitSettings::default().output_bytes)]
     pub output_bytes: usize,
+    /// What compiling and linking (C, C++) may take, in seconds, on top of the program's
+    /// own time limit; a compile past it ends the run as a timeout that says so.
+    #[arg(long, env = "RUNBOX_COMPILE_TIMEOUT", value_name = "SECS",
+          default_value_t = LimitSettings::default().compile_timeout.as_secs_f64())]
+    pub compile_timeout: f64,
 }
 
 impl Default for LimitArgs {
@@ -26,6 +31,7 @@ impl Default for LimitArgs {
         LimitArgs {
             memory_mb: limits.memory_bytes >> 20,
             output_bytes: limits.output_bytes,
+            compile_timeout: limits.compile_timeout.as_secs_f64(),
         }
     }
 }
@@ -45,6 +51,7 @@ impl LimitArgs {
             max_timeout,
             memory_bytes: memory_bytes("--memory-mb", self.memory_mb)?,
             output_bytes: self.output_bytes,
+            compile_timeout: seconds("--compile-timeout", self.compile_timeout)?,
             ..LimitSettings::default()
         })
     }

@@ -35,6 +35,8 @@ const CANCEL_GRACE: Duration = Duration::from_millis(200);
 pub struct CallSetup {
     pub sandbox: Arc<Sandbox>,
     pub timeout: Duration,
+    /// What the call's build steps (compiling, linking) may take, apart from `timeout`.
+    pub build_budget: Duration,
     pub cancel: CancellationToken,
     /// Held until the thread ends.
     pub slot: OwnedSemaphorePermit,
@@ -52,6 +54,8 @@ pub struct CallEnd {
     /// Whether the call was cancelled (a trap from its clock is then a cancellation, not
     /// a timeout).
     pub cancelled: bool,
+    /// The build budget, when a build step ran past it (the timeout was the build's).
+    pub build_overran: Option<Duration>,
 }
 
 /// Runs `work(sandbox, state)` on a thread of its own as `setup` says. `work` hands
@@ -73,6 +77,7 @@ where
     let CallSetup {
         sandbox,
         timeout,
+        build_budget,
         cancel,
         slot,
         collect,
@@ -82,10 +87,11 @@ where
     sandbox.begin_call();
     // The call's deadline and cancellation travel with its task: every store it polls
     // reads them there (see `sandbox/clock.rs`).
-    let call_clock = CallClock::new(deadline, cancel.clone());
+    let call_clock = CallClock::with_build_budget(deadline, build_budget, cancel.clone());
     let thread = {
         let sandbox = sandbox.clone();
         let cancel = cancel.clone();
+        let call_clock = call_clock.clone();
         run_thread::on_own_thread(move || async move {
             let _slot = slot;
             let _dir = match &fresh_scratch {
@@ -100,11 +106,14 @@ where
             };
             // The epoch callback stops running guests at the deadline; this also ends
             // calls waiting in the host (a sleep, a blocked read) shortly after.
-            let until = tokio::time::Instant::from_std(deadline);
-            let (ended, state) = clock::timed(call_clock, async {
+            let past_deadline = async {
+                call_clock.reached().await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            let (ended, state) = clock::timed(call_clock.clone(), async {
                 tokio::select! {
                     (r, s) = work(sandbox.clone(), state) => (Ended::Returned(r), Some(s)),
-                    _ = tokio::time::sleep_until(until + Duration::from_millis(20)) => (Ended::Deadline, None),
+                    _ = past_deadline => (Ended::Deadline, None),
                     _ = cancel.cancelled() => (Ended::Cancelled, None),
                 }
             })
@@ -121,15 +130,19 @@ where
                 ended,
                 files,
                 cancelled,
+                build_overran: call_clock.build_overran(),
             })
         })
     };
     tokio::pin!(thread);
-    let backstop = tokio::time::Instant::from_std(deadline) + DEADLINE_BACKSTOP;
+    let backstop = async {
+        call_clock.reached().await;
+        tokio::time::sleep(DEADLINE_BACKSTOP).await;
+    };
     let call_cancel = &cancel;
     let joined = tokio::select! {
         joined = &mut thread => Some(joined),
-        _ = tokio::time::sleep_until(backstop) => None,
+        _ = backstop => None,
         _ = call_cancel.cancelled() => tokio::time::timeout(CANCEL_GRACE, &mut thread).await.ok(),
     };
     match joined {
@@ -140,11 +153,13 @@ where
             ended: Ended::Cancelled,
             files: Vec::new(),
             cancelled: true,
+            build_overran: None,
         }),
         None => Ok(CallEnd {
             ended: Ended::Deadline,
             files: Vec::new(),
             cancelled: false,
+            build_overran: call_clock.build_overran(),
         }),
     }
 }

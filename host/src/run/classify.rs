@@ -13,6 +13,31 @@ use crate::sandbox::output::{CapturedOutput, OutputLimitExceeded};
 use crate::sandbox::program::CompileLimitExceeded;
 use crate::sandbox::Sandbox;
 
+/// The time limits a call ran under, for the error that names the one it reached.
+pub struct Budgets {
+    /// The program's time limit.
+    pub timeout: Duration,
+    /// The build budget, when a build step ran past it.
+    pub build_overran: Option<Duration>,
+}
+
+impl Budgets {
+    fn timeout_note(&self) -> String {
+        match self.build_overran {
+            Some(budget) => format!(
+                "compiling took longer than {:.1} s, the compile's own time limit (apart from \
+                 the program's {:.1} s): the program did not run",
+                budget.as_secs_f64(),
+                self.timeout.as_secs_f64()
+            ),
+            None => format!(
+                "time limit reached: the run was stopped after {:.1} s",
+                self.timeout.as_secs_f64()
+            ),
+        }
+    }
+}
+
 /// How the plugin call ended, before it is classified.
 pub enum Ended {
     Returned(wasmtime::Result<PluginReturn>),
@@ -38,7 +63,7 @@ pub fn classify(
     ended: Ended,
     output: CapturedOutput,
     run: &Sandbox,
-    timeout: Duration,
+    budgets: Budgets,
     duration: Duration,
     cancelled: bool,
 ) -> RunOutcome {
@@ -52,8 +77,8 @@ pub fn classify(
             Some(format!("the runtime could not run the program: {message}")),
         ),
         Ended::Returned(Ok(PluginReturn::Info(_))) => (RunStatus::Completed, Some(0), None),
-        Ended::Returned(Err(trap)) => classify_trap(&trap, run, timeout, cancelled),
-        Ended::Deadline => (RunStatus::Timeout, None, Some(timeout_note(timeout))),
+        Ended::Returned(Err(trap)) => classify_trap(&trap, run, &budgets, cancelled),
+        Ended::Deadline => (RunStatus::Timeout, None, Some(budgets.timeout_note())),
         Ended::Cancelled => (
             RunStatus::Terminated,
             None,
@@ -74,13 +99,6 @@ pub fn classify(
     }
 }
 
-fn timeout_note(timeout: Duration) -> String {
-    format!(
-        "time limit reached: the run was stopped after {:.1} s",
-        timeout.as_secs_f64()
-    )
-}
-
 /// A trap's status and error. A refused allocation explains the traps it leads to
 /// (`unreachable` from an abort, an out-of-bounds access through a failed allocation);
 /// any other trap is the program's own crash, even after a refusal (of memory or disk)
@@ -88,7 +106,7 @@ fn timeout_note(timeout: Duration) -> String {
 fn classify_trap(
     trap: &wasmtime::Error,
     run: &Sandbox,
-    timeout: Duration,
+    budgets: &Budgets,
     cancelled: bool,
 ) -> (RunStatus, Option<i32>, Option<String>) {
     let terminated = |why: String| (RunStatus::Terminated, None, Some(why));
@@ -109,7 +127,7 @@ fn classify_trap(
         return if cancelled {
             terminated("cancelled by the client".into())
         } else {
-            (RunStatus::Timeout, None, Some(timeout_note(timeout)))
+            (RunStatus::Timeout, None, Some(budgets.timeout_note()))
         };
     }
     let memory_note = format!(

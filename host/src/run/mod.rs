@@ -37,7 +37,7 @@ use crate::sandbox::Sandbox;
 use crate::scratch::ScratchRoot;
 use crate::wit::exports::runbox::plugin::runtime;
 use call::{run_call, CallSetup, Collect};
-use classify::{cancelled_before_start, classify, Ended};
+use classify::{cancelled_before_start, classify, Budgets, Ended};
 use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
 use prestart::{Prestarts, Warm};
 use tokio::sync::OwnedSemaphorePermit;
@@ -261,6 +261,7 @@ impl Runner {
         let setup = CallSetup {
             sandbox: sandbox.clone(),
             timeout: limits.timeout,
+            build_budget: limits.compile_timeout,
             cancel,
             slot,
             collect,
@@ -277,7 +278,10 @@ impl Runner {
             end.ended,
             sandbox.output.take(),
             &sandbox,
-            limits.timeout,
+            Budgets {
+                timeout: limits.timeout,
+                build_overran: end.build_overran,
+            },
             started.elapsed(),
             end.cancelled,
         );

@@ -33,6 +33,11 @@ impl process::Host for StoreState {
         };
         run_to_end(&mut store, &pre).await.map(Ok)
     }
+
+    async fn spawn_build(&mut self, command: Command) -> wasmtime::Result<Result<i32, SpawnError>> {
+        let _step = super::clock::current().map(|clock| clock.build_step());
+        self.spawn(command).await
+    }
 }
 
 impl process::HostResident for StoreState {
@@ -157,7 +162,11 @@ async fn resolve_program(
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
-    let pre = match load_program(run, &path, program).await? {
+    // Compiling what the plugin produced is building, not running it.
+    let step = super::clock::current().map(|clock| clock.build_step());
+    let loaded = load_program(run, &path, program).await?;
+    drop(step);
+    let pre = match loaded {
         Ok(pre) => pre,
         Err(e) => return Ok(Err(SpawnError::InvalidProgram(e.to_string()))),
     };
