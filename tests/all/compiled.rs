@@ -208,16 +208,18 @@ async fn abort_is_a_crash_or_a_failure() {
     assert!(failed, "{out:?}");
     assert_eq!(out.stdout(), "before\n", "{out:?}");
 
-    // With exceptions off, libc++ aborts where it would throw.
+    // An exception nobody catches ends the program as natively: libc++abi's message and
+    // the exit status of an abort.
     let cpp =
         "#include <vector>\n\nint main() {\n    std::vector<int> v(3);\n    return v.at(5);\n}\n";
     let out = run("clangpp", cpp).await;
-    let failed = match out.status {
-        RunStatus::Crashed => true,
-        RunStatus::Completed => out.exit_code != Some(0),
-        _ => false,
-    };
-    assert!(failed, "{out:?}");
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.exit_code, Some(134), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.output.stderr)
+            .contains("uncaught exception of type std::out_of_range"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
