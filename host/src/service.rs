@@ -310,6 +310,7 @@ impl Runbox {
                     .map_err(|error| StartError::SessionStore { dir, error })?;
                 Some(Durability {
                     store: Arc::new(store),
+                    memory: runner.admission.memory().clone(),
                     hibernate_after: options.session_hibernate_after,
                     max_entry_bytes,
                 })
@@ -481,7 +482,7 @@ impl Runbox {
         let plugin = self
             .plugin(runtime, self.runner.limits.default_timeout)
             .await?;
-        let session = self.sessions.create(&self.runner, plugin)?;
+        let session = self.sessions.create(&self.runner, plugin).await?;
         Ok(SessionInfo {
             session_id: session.id.clone(),
             runtime: session.runtime.clone(),
@@ -507,22 +508,23 @@ impl Runbox {
             Ok(session) => session,
             Err(not_open) => match self.sessions.stored_entry(id).await? {
                 None => return Err(not_open.into()),
-                Some((entry, gate)) => {
-                    let plugin = match self.plugins.contains_key(&entry.runtime) {
+                Some(resumable) => {
+                    let runtime = &resumable.entry.runtime;
+                    let plugin = match self.plugins.contains_key(runtime) {
                         true => {
-                            self.plugin(&entry.runtime, self.runner.limits.default_timeout)
+                            self.plugin(runtime, self.runner.limits.default_timeout)
                                 .await?
                         }
                         false => {
                             return Err(SessionError::NoRuntime {
                                 id: id.to_string(),
-                                runtime: entry.runtime,
+                                runtime: runtime.clone(),
                             }
                             .into())
                         }
                     };
                     self.sessions
-                        .resume(entry, gate, &self.runner, plugin)
+                        .resume(resumable, &self.runner, plugin)
                         .await?
                 }
             },

@@ -213,6 +213,129 @@ async def kill9():
             assert out.get("notice") is None, out
 
 
+async def held_by_one():
+    """Two processes on one store for a minute: the one that resumed a session keeps its
+    lease fresh, so the other refuses the session at every try (before any replay: at
+    once, though the session's history holds a 3 s call), and exactly one serves it."""
+    assert TRANSPORT == "http"
+    first = HttpServer(*store_args("--session-hibernate-after", "1"))
+    second = HttpServer(*store_args())
+    try:
+        async with http_session(first.url) as a, http_session(second.url) as b:
+            sid = await create(a, "python")
+            await ok(a, session_id=sid, code="import time\ntime.sleep(3)\nx = 0")
+            for _ in range(100):
+                if os.path.exists(os.path.join(STORE, sid + ".session")):
+                    break
+                await anyio.sleep(0.1)
+            assert os.path.exists(os.path.join(STORE, sid + ".session")), os.listdir(STORE)
+            await anyio.sleep(0.5)
+            counted, refusals = 0, 0
+            end = time.monotonic() + 60
+            next_b = time.monotonic()
+            while time.monotonic() < end:
+                out = await ok(a, session_id=sid, code="x += 1\nprint(x)")
+                counted += 1
+                assert out["stdout"] == f"{counted}\n", (counted, out)
+                assert out.get("notice") is None, out
+                if time.monotonic() >= next_b:
+                    started = time.monotonic()
+                    result = await run_code(b, session_id=sid, code="print(x)")
+                    took = time.monotonic() - started
+                    check_tool_error(result, "is in use by", "resumed it from the session store")
+                    assert took < 2, f"refused after {took:.1f} s: the lease was checked late"
+                    refusals += 1
+                    next_b = time.monotonic() + 5
+                await anyio.sleep(0.3)
+            print(f"one minute: {counted} calls served by the holder, {refusals} refused "
+                  f"elsewhere")
+            assert refusals >= 10, refusals
+    finally:
+        first.close()
+        second.close()
+
+
+async def resumes_at_once():
+    """With --max-sessions 4 and four idle sessions open, four stored sessions called at
+    once all resume: each makes its own room (a different idle session stored for each)."""
+    async with Server("--max-sessions", "4", "--session-hibernate-after", "600") as s:
+        sids = []
+        for i in range(8):
+            sid = await create(s, "python")
+            await ok(s, session_id=sid, code=f"v = {i}")
+            sids.append(sid)
+        # The first four were stored to make room for the last four.
+        stored = [n for n in os.listdir(STORE) if n.endswith(".session")]
+        assert len(stored) >= 4, stored
+        results = {}
+
+        async def call(i):
+            results[i] = await run_code(s, session_id=sids[i], code="print(v)")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                tg.start_soon(call, i)
+        for i in range(4):
+            assert not results[i].is_error, (i, text_of(results[i]))
+            assert results[i].structured_content["stdout"] == f"{i}\n", results[i]
+        for i in range(4, 8):
+            out = await ok(s, session_id=sids[i], code="print(v)")
+            assert out["stdout"] == f"{i}\n", out
+    print("four resumes at once: all four resumed")
+
+
+def peak_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+async def big_resumes_within_budget():
+    """Four 240 MB sessions resumed at once by a server with a 768 MiB budget: each
+    resume is charged to the budget (they take turns, none is refused), the server's
+    peak stays within the budget plus a margin, and tools/list is answered meanwhile."""
+    assert TRANSPORT == "http"
+    mib = 1 << 20
+    code = ("with open('big.bin', 'wb') as f:\n    for _ in range(240):\n"
+            "        f.write(bytes(1 << 20))\nx = 7")
+    with HttpServer(*store_args()) as first:
+        async with http_session(first.url) as s:
+            sids = [await create(s, "python") for _ in range(4)]
+            for sid in sids:
+                await ok(s, session_id=sid, code=code, timeout_seconds=30)
+    stored = [n for n in os.listdir(STORE) if n.endswith(".session")]
+    assert len(stored) >= 4, stored
+    with HttpServer(*store_args("--server-memory-mb", "768")) as second:
+        before = peak_rss(second.proc.pid)
+        async with http_session(second.url) as s, http_session(second.url) as other:
+            results, slowest, done = {}, [0.0], anyio.Event()
+
+            async def resume(i):
+                results[i] = await run_code(s, session_id=sids[i], timeout_seconds=30,
+                                            code="import os\nprint(x, os.path.getsize('big.bin'))")
+                if len(results) == 4:
+                    done.set()
+
+            async with anyio.create_task_group() as tg:
+                for i in range(4):
+                    tg.start_soon(resume, i)
+                while not done.is_set():
+                    started = time.monotonic()
+                    await other.list_tools()
+                    slowest[0] = max(slowest[0], time.monotonic() - started)
+                    await anyio.sleep(0.2)
+        peak = peak_rss(second.proc.pid)
+    for i in range(4):
+        assert not results[i].is_error, text_of(results[i])
+        assert results[i].structured_content["stdout"] == f"7 {240 * mib}\n", results[i]
+    print(f"four 240 MB resumes at once: server peak {peak // mib} MiB (from {before // mib}), "
+          f"slowest tools/list {slowest[0] * 1000:.0f} ms")
+    assert peak < before + 768 * mib + 200 * mib, f"peak {peak // mib} MiB"
+    assert slowest[0] < 1.0, slowest
+
+
 async def damaged():
     """A damaged entry, and one session's entry under another's name, are refused."""
     async with Server() as s:
@@ -294,7 +417,10 @@ async def unkept():
 
 if __name__ == "__main__":
     try:
-        main({f.__name__: f for f in (restart, moves, many, kill9, damaged, unkept, sigterm_stdio)},
+        main({f.__name__: f for f in (restart, moves, many, kill9, held_by_one, resumes_at_once,
+                                      big_resumes_within_budget,
+                                      damaged, unkept,
+                                      sigterm_stdio)},
              label=f"{TRANSPORT} ")
     finally:
         shutil.rmtree(STORE, ignore_errors=True)

@@ -215,8 +215,111 @@ async def half_sent_requests():
             assert result.structured_content["stdout"] == "ok\n"
 
 
+async def twenty_thousand_files_are_answered_in_time():
+    """A run that leaves 20,000 empty files is answered within its deadline plus a second
+    (fitting the result under its cap is linear, off the async workers), and tools/list
+    calls made meanwhile are answered at once."""
+    code = ("import os\nfor i in range(20000):\n    open(f'f{i:05}.txt', 'w').close()\n"
+            "print('wrote')")
+    with HttpServer() as server:
+        async with http_session(server.url) as session, http_session(server.url) as other:
+            slowest_list = 0.0
+            done = anyio.Event()
+            answer = {}
+
+            async def big():
+                started = time.monotonic()
+                answer["result"] = await run_code(session, runtime="python", code=code,
+                                                  timeout_seconds=30)
+                answer["took"] = time.monotonic() - started
+                done.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(big)
+                while not done.is_set():
+                    started = time.monotonic()
+                    await other.list_tools()
+                    slowest_list = max(slowest_list, time.monotonic() - started)
+                    await anyio.sleep(0.2)
+            result, took = answer["result"], answer["took"]
+            out = result.structured_content
+            print(f"20,000 files: answered in {took:.1f} s (run {out['duration_ms']:.0f} ms), "
+                  f"slowest tools/list meanwhile {slowest_list * 1000:.0f} ms, "
+                  f"{len(out['files'])} files listed, "
+                  f"{len(result.model_dump_json(by_alias=True, exclude_none=True))} bytes")
+            assert out["status"] == "completed" and out["stdout"] == "wrote\n", out["error"]
+            assert took < out["duration_ms"] / 1000 + 1.0 + 1.0, took
+            assert took < 31, took
+            assert slowest_list < 1.0, slowest_list
+            assert "more files, not listed" in result.content[0].text
+
+
+def metric(url, name):
+    text = httpx2.get(url.replace("/mcp", "/metrics"), timeout=10).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no {name} in /metrics")
+
+
+async def unread_reads_are_bounded():
+    """Eight clients ask for a 200 MB file and never read the answer: each answer is
+    charged to the server's budget until it is sent (so the server's peak stays within
+    the budget plus a margin, and the reads past it are refused as busy), and a client
+    that reads nothing is cut off after 30 s, which gives the memory back."""
+    with HttpServer("--server-memory-mb", "1024", "--retained-bytes", str(256 * MIB)) as server:
+        pid = server.proc.pid
+        async with http_session(server.url) as session:
+            result = await run_code(session, runtime="python", timeout_seconds=30,
+                                    code="open('big.bin', 'wb').write(bytes(200 << 20))")
+        files = result.structured_content["files"]
+        assert files and files[0]["uri"] and not files[0]["returned"], files
+        uri = files[0]["uri"]
+        before = peak_rss(pid)
+        port = int(server.url.split(":")[2].split("/")[0])
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                           "params": {"uri": uri, "_meta": MODERN}}).encode()
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\n"
+                "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: resources/read\r\n"
+                f"Mcp-Name: {uri}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        socks = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(head + body)
+            socks.append(s)
+        await anyio.sleep(8)
+        peak = peak_rss(pid)
+        held = metric(server.url, "runbox_memory_budget_used_bytes")
+        print(f"8 unread 200 MB reads: server peak {peak >> 20} MiB (was {before >> 20} MiB "
+              f"after the run), budget in use {int(held) >> 20} MiB")
+        assert peak < before + 700 * MIB, f"peak {peak >> 20} MiB"
+        assert held >= 500 * MIB, "the one answer admitted is charged while it is unsent"
+        # The first bytes of each answer: one 200 OK that stalls, the others busy.
+        statuses = []
+        for s in socks:
+            s.settimeout(5)
+            statuses.append(s.recv(64).split(b"\r\n")[0])
+        assert statuses.count(b"HTTP/1.1 200 OK") == 8, statuses
+        # Cut off after 30 s without reading: the charge goes back.
+        deadline = time.monotonic() + 60
+        while metric(server.url, "runbox_memory_budget_used_bytes") > 300 * MIB:
+            assert time.monotonic() < deadline, "the stalled answers were never dropped"
+            await anyio.sleep(1)
+        for s in socks:
+            s.close()
+        async with http_session(server.url) as session:
+            read = await session.read_resource(uri)
+            assert len(read.contents) == 1
+    print("the stalled readers were cut off and the memory came back")
+
+
 if __name__ == "__main__":
     main({
+        "unread_reads_are_bounded": unread_reads_are_bounded,
+        "twenty_thousand_files_are_answered_in_time": twenty_thousand_files_are_answered_in_time,
         "wide_messages_over_stdio": wide_messages_over_stdio,
         "wide_messages_over_http": wide_messages_over_http,
         "rendering_stays_in_the_budget": rendering_stays_in_the_budget,

@@ -8,6 +8,7 @@ import httpx2
 from mcp import MCPError
 
 from harness import (
+    stateless_request,
     expected_for,
     EXPECTED,
     RUNTIMES,
@@ -154,6 +155,59 @@ async def origin_and_host():
                                "stdout": "past the guard\n", "stderr": ""})
 
 
+async def every_method_is_checked():
+    """Every request passes the Origin and Host checks before anything answers it, in
+    either era and for every method, resources/read of a handshake-era session among
+    them (runbox answers that one before rmcp does)."""
+    hostile = [{"Origin": "https://evil.example"}, {"Host": "evil.example"}]
+    with HttpServer() as server:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            r = await client.post(server.url, json=INITIALIZE, headers=ACCEPT)
+            assert r.status_code == 200, r.text
+            sid = {"Mcp-Session-Id": r.headers["mcp-session-id"],
+                   "MCP-Protocol-Version": "2025-06-18"}
+            r = await client.post(server.url, headers={**ACCEPT, **sid},
+                                  json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert r.status_code in (200, 202), r.text
+            # A long output, so that the result links the whole of it.
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "run_code", "arguments": {
+                    "runtime": "python", "code": "print('x' * 200000)"}}}
+            r = await client.post(server.url, json=call, headers={**ACCEPT, **sid})
+            assert r.status_code == 200, r.text
+            uri = r.text.split('"output_uri":"')[1].split('"')[0]
+            read = {"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                    "params": {"uri": uri}}
+            r = await client.post(server.url, json=read, headers={**ACCEPT, **sid})
+            assert r.status_code == 200 and "xxxx" in r.text, r.text[:200]
+            legacy = [read, call,
+                      {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+                      {"jsonrpc": "2.0", "id": 5, "method": "resources/list"},
+                      {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+                      INITIALIZE]
+            modern = [stateless_request(m, p) for m, p in [
+                ("server/discover", {}), ("tools/list", {}),
+                ("resources/read", {"uri": uri}),
+                ("tools/call", {"name": "run_code",
+                                "arguments": {"runtime": "python", "code": "print(1)"}}),
+                ("tasks/get", {"taskId": "x"})]]
+            for bad in hostile:
+                for message in legacy:
+                    r = await client.post(server.url, json=message,
+                                          headers={**ACCEPT, **sid, **bad})
+                    assert r.status_code == 403, (message["method"], bad, r.status_code, r.text)
+                for message, headers in modern:
+                    r = await client.post(server.url, json=message, headers={**headers, **bad})
+                    assert r.status_code == 403, (message["method"], bad, r.status_code, r.text)
+                for method in ("GET", "DELETE"):
+                    r = await client.request(method, server.url, headers={**ACCEPT, **sid, **bad})
+                    assert r.status_code == 403, (method, bad, r.status_code, r.text)
+            # The session is still there for its own client.
+            r = await client.post(server.url, json=read, headers={**ACCEPT, **sid})
+            assert r.status_code == 200 and "xxxx" in r.text, r.text[:200]
+    print(f"{len(hostile) * (len(legacy) + len(modern) + 2)} hostile requests refused with 403")
+
+
 def raised(error, cls):
     """Whether `error` is a `cls`, or an exception group holding one."""
     return isinstance(error, cls) or any(raised(e, cls) for e in getattr(error, "exceptions", ()))
@@ -167,4 +221,5 @@ async def cancellation():
 
 if __name__ == "__main__":
     main({"basics": basics, "token": token, "token_file": token_file,
-          "origin_and_host": origin_and_host, "cancellation": cancellation})
+          "origin_and_host": origin_and_host, "every_method_is_checked": every_method_is_checked,
+          "cancellation": cancellation})

@@ -4,7 +4,8 @@ Usage: repl.py RUNBOX_BINARY (RUNBOX_CACHE_DIR set). Checks: Ctrl-C stops a runn
 and the session keeps its variables; the up arrow recalls the last line; history is kept
 in the data directory; :save writes a file a block made; an unknown :command is refused;
 Ctrl-C at the prompt drops the line; Ctrl-D leaves with status 0; in `repl sqlite` a
-statement split over lines runs at its `;` and `.headers on` carries over.
+statement split over lines runs at its `;` and `.headers on` carries over; file names a
+program chose are shown escaped.
 """
 
 import os
@@ -99,6 +100,24 @@ def python():
     assert "print(x + 1)" in history, history
 
 
+def hostile_file_names():
+    """A program names its files: the REPL shows them escaped, so a name can neither
+    retitle the window (OSC), clear the screen (CSI) nor forge a line."""
+    t = Terminal("python")
+    t.expect(">>> ")
+    name = "\\x1b]0;pwned\\x07\\x1b[2J\\nforged [exit code 0].txt"
+    t.send(f"open('{name}', 'w').write('x')\r")
+    t.expect("[wrote ")
+    t.expect(">>> ", 2)
+    t.send(":files\r")
+    t.expect("(1 bytes, ")
+    raw = t.seen.decode(errors="replace")
+    assert "\x1b]0;pwned" not in raw and "\x1b[2J" not in raw, repr(raw)
+    assert "\nforged" not in raw.replace("\r", ""), repr(raw)
+    assert t.text().count('\\u{1b}]0;pwned\\u{7}') >= 2, t.text()
+    assert t.leave() == 0, t.text()
+
+
 def sqlite():
     t = Terminal("sqlite")
     t.expect(">>> ")
@@ -120,5 +139,6 @@ def sqlite():
 
 
 python()
+hostile_file_names()
 sqlite()
 print("repl in a terminal: ok")

@@ -22,7 +22,7 @@ use super::limits::seconds;
 use super::repl_input::{Blocks, Statements};
 use super::terminal::replay_as_terminal;
 use super::{check_runtime_name, GlobalArgs};
-use runbox::files::{OutputFile, ReturnCaps};
+use runbox::files::{escaped_name, OutputFile, ReturnCaps};
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
 use runbox::session::store::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
@@ -186,7 +186,7 @@ impl Written {
             if self.0.is_empty() {
                 format!("no block wrote `{name}` (none wrote any file yet)")
             } else {
-                let names: Vec<&str> = self.0.keys().map(String::as_str).collect();
+                let names: Vec<String> = self.0.keys().map(|n| escaped_name(n)).collect();
                 format!("no block wrote `{name}`; they wrote: {}", names.join(", "))
             }
         })
@@ -427,11 +427,14 @@ fn show(outcome: &RunOutcome) -> Result<()> {
     if let Some(e) = &outcome.error {
         writeln!(err, "[{}: {e}]", outcome.status.as_str())?;
     }
+    // A program names its files: shown escaped, so none can move the cursor, retitle
+    // the window or forge a line.
     for file in &outcome.files {
+        let name = escaped_name(&file.path);
         writeln!(
             err,
-            "[wrote {} ({} bytes): :save {} [DEST], :open {}]",
-            file.path, file.size, file.path, file.path
+            "[wrote {name} ({} bytes): :save {name} [DEST], :open {name}]",
+            file.size
         )?;
     }
     Ok(())
@@ -442,7 +445,12 @@ fn list_files(written: &Written) {
         eprintln!("no block wrote a file yet");
     }
     for f in written.0.values() {
-        eprintln!("{} ({} bytes, {})", f.path, f.size, f.mime_type);
+        eprintln!(
+            "{} ({} bytes, {})",
+            escaped_name(&f.path),
+            f.size,
+            f.mime_type
+        );
     }
 }
 

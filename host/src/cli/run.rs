@@ -81,7 +81,10 @@ fn save_output_files(
         return Ok(());
     }
     let Some(out) = out else {
-        let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| runbox::files::escaped_name(&f.path))
+            .collect();
         writeln!(
             err,
             "runbox: output files (save them with --out DIR): {}",
@@ -94,7 +97,8 @@ fn save_output_files(
             writeln!(
                 err,
                 "runbox: {} ({} bytes) could not be read back",
-                file.path, file.size
+                runbox::files::escaped_name(&file.path),
+                file.size
             )?;
             continue;
         };
@@ -109,7 +113,8 @@ fn save_output_files(
         }
         std::fs::write(&target, bytes)
             .with_context(|| format!("cannot write {}", target.display()))?;
-        writeln!(err, "runbox: wrote {}", target.display())?;
+        let shown = runbox::files::escaped_name(&target.display().to_string());
+        writeln!(err, "runbox: wrote {shown}")?;
     }
     Ok(())
 }

@@ -14,6 +14,17 @@ pub use input::*;
 pub use mime::*;
 pub use output::*;
 
+/// A file name as text shows it (a result's text, the terminal): quoted and escaped when
+/// it holds anything but printable characters and spaces, so a name can neither start a
+/// line of its own nor carry a terminal's control sequences.
+pub fn escaped_name(name: &str) -> String {
+    if name.chars().all(|c| !c.is_control()) && !name.contains('"') {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.escape_debug())
+    }
+}
+
 /// The files a runtime writes for its own use (its program source, objects, preludes),
 /// from plugins.toml's `own-files`: exact paths, or directories ending in `/`. They are
 /// never returned, and input files may not take their names.

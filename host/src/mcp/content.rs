@@ -145,22 +145,18 @@ fn shows_less(output: &CapturedOutput, shown_bytes: usize) -> bool {
         .any(|s| shown(s, shown_bytes).left_out > 0)
 }
 
-/// Renders `draft`, then makes it smaller until it serializes within `max` bytes.
+/// Renders `draft`, then makes it smaller until it serializes within `max` bytes. Each
+/// step takes out at least half of what is left to take out of its kind (inlined files
+/// in one step, then the listing and the shown output by halves), so a result of n files
+/// renders O(log n) times, not n times.
 fn fit(draft: &mut Draft, max: usize, kept: &Retained, handle: &str) -> CallToolResult {
     loop {
         let result = render(draft);
-        if serialized_len(&result) <= max {
+        let len = serialized_len(&result);
+        if len <= max {
             return result;
         }
-        // Largest inlined file first becomes a link.
-        let largest = draft
-            .files
-            .iter_mut()
-            .filter(|f| f.inline)
-            .max_by_key(|f| f.listing.size);
-        if let Some(file) = largest {
-            file.inline = false;
-            file.listing.returned = false;
+        if link_largest_inlined(draft, len - max) {
             continue;
         }
         if draft.listed > 0 {
@@ -182,6 +178,28 @@ fn fit(draft: &mut Draft, max: usize, kept: &Retained, handle: &str) -> CallTool
         // Nothing left to take out: the text alone is all there is.
         return result;
     }
+}
+
+/// Turns inlined files into links, largest first, until what that saves (each file's
+/// block measured once) covers `excess`; false when no file was inlined.
+fn link_largest_inlined(draft: &mut Draft, excess: usize) -> bool {
+    let mut inlined: Vec<&mut ShownFile> = draft.files.iter_mut().filter(|f| f.inline).collect();
+    if inlined.is_empty() {
+        return false;
+    }
+    inlined.sort_by_key(|f| std::cmp::Reverse(f.listing.size));
+    let mut saved = 0usize;
+    for file in inlined {
+        if saved >= excess {
+            break;
+        }
+        let before = file_block(file).map_or(0, |b| serialized_len(&b));
+        file.inline = false;
+        file.listing.returned = false;
+        let after = file_block(file).map_or(0, |b| serialized_len(&b));
+        saved += before.saturating_sub(after);
+    }
+    true
 }
 
 /// One rendering of `draft`.

@@ -4,12 +4,13 @@
 //! - Who may call: it binds loopback by default; any other address needs a bearer token,
 //!   and whenever a token is set every request without `Authorization: Bearer <token>`
 //!   gets 401. A request whose `Origin` is not allowed ([`super::access`]) gets 403, and
-//!   so does one whose `Host` is not loopback on a loopback server (rmcp's guard against
-//!   DNS rebinding).
+//!   so does one whose `Host` is not loopback on a loopback server (against DNS
+//!   rebinding): checked first, for every request ([`super::origin`]).
 //! - What a connection may hold: at most `--max-connections` at once (the rest wait in
 //!   the kernel's backlog, leaving descriptors for runs), HTTP/1.1 with the request
 //!   headers due within [`HEADER_READ_TIMEOUT`] and the body within
-//!   [`BODY_READ_TIMEOUT`].
+//!   [`BODY_READ_TIMEOUT`]; a client that stops reading what it is sent is cut off after
+//!   [`STALLED_WRITE_TIMEOUT`] ([`super::stalled_write`]).
 //! - What a message may cost: every body is screened before rmcp parses it
 //!   ([`super::intake`]); parsing is charged to the server's memory budget until the
 //!   response starts.
@@ -21,7 +22,8 @@
 //!   body when nothing precedes them (a big `resources/read` is not limited by a client's
 //!   cap on one server-sent event). Handshake-era clients get a capped protocol session
 //!   ([`super::http_sessions`]); their `resources/read` is answered here as one JSON body
-//!   too, for the same reason.
+//!   too, for the same reason. Either era's read is charged to the server's budget
+//!   until its client has taken it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,7 +39,7 @@ use axum::Router;
 use rmcp::model::ErrorCode;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -46,8 +48,11 @@ use super::access::{self, Bearer, HttpAccess};
 use super::http_sessions::{CappedSessions, DEFAULT_MAX_HTTP_SESSIONS};
 use super::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
 use super::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT, DRAIN_GRACE};
+use super::origin::{self, OriginRules};
 use super::session_ids::replica_session_ids;
+use super::stalled_write::{StalledWriteTimeout, STALLED_WRITE_TIMEOUT};
 use super::RunboxServer;
+use crate::sandbox::memory::Held;
 
 /// The path clients connect to.
 pub const PATH: &str = "/mcp";
@@ -112,15 +117,13 @@ pub fn router(
     loopback_only: bool,
     shutdown: CancellationToken,
 ) -> Router {
+    let origins = access::allowed_origins(loopback_only, &access.allow_origins);
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_max_request_body_bytes(MAX_MESSAGE_BYTES)
         // A stateless answer with nothing before it goes as one JSON body.
         .with_json_response(true)
-        .with_allowed_origins(access::allowed_origins(
-            loopback_only,
-            &access.allow_origins,
-        ))
+        .with_allowed_origins(origins.clone())
         // With no origin allowed (a public address without --allow-origin), every
         // request that carries one is refused.
         .enforce_origin_validation();
@@ -140,6 +143,11 @@ pub fn router(
         .route_service(PATH, service)
         .layer(middleware::from_fn_with_state(screen, screen_body))
         .layer(middleware::from_fn_with_state(replica, replica_session_ids))
+        // Before anything answers (the screen answers some requests itself).
+        .layer(middleware::from_fn_with_state(
+            OriginRules::new(&origins, loopback_only),
+            origin::check,
+        ))
         .layer(middleware::from_fn_with_state(
             ops.clone(),
             ops::count_answering,
@@ -269,18 +277,103 @@ impl Screen {
                     // rmcp's own answer for an unknown session.
                     return None;
                 }
-                let uri = head.params.and_then(|p| p.uri).unwrap_or_default();
-                let id = head.id.unwrap_or(Value::Null);
-                let message = match self.server.read_kept(&uri) {
-                    Ok(contents) => json!({"jsonrpc": "2.0", "id": id,
-                                           "result": {"contents": [contents]}}),
-                    Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
-                };
-                Some(json_response(StatusCode::OK, &message))
+                Some(self.read_answer(head, false))
+            }
+            // A 2026-07-28 read whose headers agree with its body (anything else is
+            // rmcp's to refuse): answered here too, so that its answer is charged until
+            // it is sent.
+            (Some("resources/read"), None) if stateless_read(headers, &head) => {
+                Some(self.read_answer(head, true))
             }
             _ => None,
         }
     }
+
+    /// The answer to a `resources/read`: the kept output or file, charged to the server's
+    /// budget until the client has taken it (see [`held_json_response`]).
+    fn read_answer(&self, head: Head, stateless: bool) -> Response {
+        let uri = head.params.and_then(|p| p.uri).unwrap_or_default();
+        let id = head.id.unwrap_or(Value::Null);
+        match self.server.read_kept(&uri) {
+            Ok((contents, answer)) => {
+                let message = ReadAnswer {
+                    jsonrpc: "2.0",
+                    id: &id,
+                    result: ReadContents {
+                        contents: [&contents],
+                        result_type: stateless.then_some("complete"),
+                    },
+                };
+                let body = serde_json::to_vec(&message).expect("contents serialize");
+                drop(contents);
+                held_json_response(body, answer)
+            }
+            Err(error) => {
+                let message = json!({"jsonrpc": "2.0", "id": id, "error": error});
+                json_response(StatusCode::OK, &message)
+            }
+        }
+    }
+}
+
+/// Whether a message without a protocol session is a 2026-07-28 `resources/read` whose
+/// `Mcp-Method` and `Mcp-Name` headers say what its body says.
+fn stateless_read(headers: &axum::http::HeaderMap, head: &Head) -> bool {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let uri = head.params.as_ref().and_then(|p| p.uri.as_deref());
+    header("mcp-protocol-version") == Some(CURRENT_REVISION)
+        && header("mcp-method") == Some("resources/read")
+        && uri.is_some()
+        && header("mcp-name") == uri
+}
+
+/// The revision whose requests carry their protocol version and need no session.
+const CURRENT_REVISION: &str = "2026-07-28";
+
+#[derive(Serialize)]
+struct ReadAnswer<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: ReadContents<'a>,
+}
+
+#[derive(Serialize)]
+struct ReadContents<'a> {
+    contents: [&'a rmcp::model::ResourceContents; 1],
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
+}
+
+/// How much of a held answer hyper takes at a time: the charge ends when the last piece
+/// has been taken, so at most this much is sent uncharged.
+const HELD_CHUNK: usize = 64 << 10;
+
+/// A JSON answer that holds `charge` on the server's budget until the client has taken
+/// it (or the connection ends: a client that reads nothing is cut off by
+/// `stalled_write.rs`), not only until it was rendered.
+fn held_json_response(body: Vec<u8>, charge: Held) -> Response {
+    let body = bytes::Bytes::from(body);
+    let len = body.len();
+    let pieces = (0..len)
+        .step_by(HELD_CHUNK)
+        .map(move |at| body.slice(at..(at + HELD_CHUNK).min(len)));
+    let stream =
+        futures::stream::unfold((pieces, Some(charge)), |(mut pieces, charge)| async move {
+            let piece = pieces.next()?;
+            Some((Ok::<_, std::convert::Infallible>(piece), (pieces, charge)))
+        });
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CONTENT_LENGTH, HeaderValue::from(len)),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 fn json_response(status: StatusCode, message: &Value) -> Response {
@@ -410,9 +503,9 @@ async fn serve_connection(
     builder
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    let connection = builder
-        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
-        .with_upgrades();
+    // A client that stops reading is cut off: what waits to be sent to it is dropped.
+    let io = StalledWriteTimeout::new(hyper_util::rt::TokioIo::new(tcp), STALLED_WRITE_TIMEOUT);
+    let connection = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(connection);
     tokio::select! {
         // Polled first: a connection with its request in hand serves it before it

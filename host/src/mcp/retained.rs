@@ -154,9 +154,10 @@ impl Retained {
     }
 
     /// `resources/read` of `uri`: its bytes as text (UTF-8 without control characters)
-    /// or as a base64 blob. The rendering is charged to the server's budget while it is
-    /// built.
-    pub fn read(&self, uri: &str) -> Result<ResourceContents, ReadError> {
+    /// or as a base64 blob, and the charge to the server's budget for the answer, which
+    /// holds them again (as text or base64, then serialized): the caller holds it until
+    /// the answer is sent.
+    pub fn read(&self, uri: &str) -> Result<(ResourceContents, Held), ReadError> {
         let (handle, path) = parse_uri(uri).ok_or_else(|| ReadError::NotOurs(uri.into()))?;
         let gone = || match self.replica.elsewhere("resource", &handle) {
             Some(elsewhere) => ReadError::OtherReplica(OtherReplica {
@@ -198,13 +199,15 @@ impl Retained {
             } => (bytes, mime_type, text),
         };
         // The answer holds the bytes again as text or base64 (4/3), then serialized.
-        let _rendering = self
-            .budget
-            .parent()
-            .map(|server| server.reserve(bytes.len().saturating_mul(3)))
-            .map(|r| r.ok_or_else(|| ReadError::Busy(uri.to_string())))
-            .transpose()?;
-        Ok(contents(uri.to_string(), &bytes, mime_type, text))
+        let answer = match self.budget.parent() {
+            Some(server) => Held::new(
+                server
+                    .reserve(bytes.len().saturating_mul(3))
+                    .ok_or_else(|| ReadError::Busy(uri.to_string()))?,
+            ),
+            None => Held::default(),
+        };
+        Ok((contents(uri.to_string(), &bytes, mime_type, text), answer))
     }
 }
 
@@ -390,7 +393,7 @@ mod tests {
                 ("x.bin".into(), file(&[0xff, 0], false)),
             ],
         );
-        let text = |c: ResourceContents| match c {
+        let text = |read: (ResourceContents, Held)| match read.0 {
             ResourceContents::TextResourceContents { text, .. } => Some(text),
             _ => None,
         };
@@ -406,7 +409,7 @@ mod tests {
             "hello"
         );
         assert!(text(kept.read(&file_uri(&handle, "nul.txt")).unwrap()).is_none());
-        match kept.read(&file_uri(&handle, "x.bin")).unwrap() {
+        match kept.read(&file_uri(&handle, "x.bin")).unwrap().0 {
             ResourceContents::BlobResourceContents { blob, .. } => assert_eq!(blob, "/wA="),
             other => panic!("{other:?}"),
         }

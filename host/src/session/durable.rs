@@ -162,6 +162,18 @@ impl Session {
 
     /// The session as the store keeps it, its files as they are now (at most `max_bytes`
     /// of file contents in all). Called with no call under way.
+    /// What storing the session holds in memory at most: its history and its files
+    /// (as the scratch books count them), copied into the entry and encoded.
+    pub(super) fn storing_bytes(&self) -> u64 {
+        let history = self
+            .history
+            .as_ref()
+            .map_or(0, |h| self.lock_history(h).bytes);
+        history
+            .saturating_add(self.sandbox.disk.bytes_used())
+            .saturating_mul(3)
+    }
+
     pub(super) fn stored(
         &self,
         stored_by: &str,
@@ -228,9 +240,9 @@ impl Session {
     ) -> Result<Option<usize>, RunError> {
         let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
         let scratch = &self.sandbox.scratch;
-        stored::restore_dir(scratch, base).map_err(host)?;
         self.sandbox.disk.forget_all();
-        charge_restored(self, base);
+        charge_restored(self, base)?;
+        stored::restore_dir(scratch, base).map_err(host)?;
         let limits = replay_limits(runner);
         let mut diverged = None;
         for (n, call) in calls.iter().enumerate() {
@@ -276,9 +288,9 @@ impl Session {
                 diverged = Some(calls.len());
             }
             stored::clear_dir(scratch).map_err(host)?;
-            stored::restore_dir(scratch, files).map_err(host)?;
             self.sandbox.disk.forget_all();
-            charge_restored(self, files);
+            charge_restored(self, files)?;
+            stored::restore_dir(scratch, files).map_err(host)?;
         }
         Ok(diverged)
     }
@@ -375,16 +387,25 @@ fn replay_limits(runner: &Runner) -> RunLimits {
 
 /// Files the host put back count against the session's scratch caps, as if its programs
 /// had written them (for good: the books cannot tell when they go).
-fn charge_restored(session: &Session, files: &[StoredFile]) {
+fn charge_restored(session: &Session, files: &[StoredFile]) -> Result<(), RunError> {
     let disk = &session.sandbox.disk;
+    // An entry is checksummed but not signed: one written by hand may hold more than a
+    // session could ever have made. Refused before anything is written.
+    let over = || {
+        RunError::Host(format!(
+            "cannot restore the session: its stored files are more than the scratch caps \
+             allow ({} MiB in {} files and directories)",
+            disk.byte_cap() >> 20,
+            disk.entry_cap()
+        ))
+    };
     for file in files {
-        let _ = disk.take_entry();
+        disk.take_entry().map_err(|_| over())?;
         let bytes = file
             .contents
             .as_ref()
             .map_or(crate::sandbox::disk::DIRECTORY_BYTES, |c| c.len() as u64);
-        if let Ok(charge) = disk.charge_object(bytes) {
-            charge.created(None);
-        }
+        disk.charge_object(bytes).map_err(|_| over())?.created(None);
     }
+    Ok(())
 }

@@ -17,7 +17,7 @@ mod durable;
 mod journal;
 mod registry;
 pub mod store;
-mod stored;
+pub mod stored;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

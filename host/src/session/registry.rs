@@ -4,7 +4,7 @@
 //! or on any replica sharing the store).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,8 @@ use super::stored::StoredSession;
 use super::Session;
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
-use crate::run::{RunError, Runner};
+use crate::run::Runner;
+use crate::sandbox::memory::{Held, MemoryBudget};
 
 /// How many ended ids are remembered, to say why a call for one is refused.
 const REMEMBERED_ENDINGS: usize = 4096;
@@ -55,11 +56,26 @@ pub enum SessionError {
     NoRuntime { id: String, runtime: String },
     #[error("the stored session `{id}` could not be resumed: {why}")]
     Resume { id: String, why: String },
+    #[error("the server is busy: resuming session `{id}` needs {mib} MiB of its memory budget, which is in use; try again shortly")]
+    Busy { id: String, mib: usize },
+}
+
+/// How long a resume waits for the server's memory budget before it is refused as busy.
+const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
+
+/// A stored session read back to be resumed: the entry, the lock that keeps anyone
+/// else from storing or resuming it meanwhile, and its charge on the server's budget.
+pub struct Resumable {
+    pub entry: StoredSession,
+    gate: tokio::sync::OwnedMutexGuard<()>,
+    _charge: Held,
 }
 
 /// A session store and when sessions go there.
 pub struct Durability {
     pub store: Arc<SessionStore>,
+    /// The server's memory budget, which storing and resuming are charged to.
+    pub memory: MemoryBudget,
     /// An idle session is stored after this long without calls.
     pub hibernate_after: Duration,
     /// The most bytes of file contents one stored session may hold.
@@ -85,6 +101,17 @@ struct Inner {
     durability: Option<Durability>,
     /// One lock per session id being stored or resumed, so that the two never overlap.
     gates: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// Places held for sessions being created or resumed (see [`Inner::make_room`]).
+    making: AtomicUsize,
+}
+
+/// A place for one more open session, held until it drops.
+struct Room<'a>(&'a AtomicUsize);
+
+impl Drop for Room<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The server's sessions.
@@ -112,6 +139,7 @@ impl Sessions {
             draining: AtomicBool::new(false),
             durability,
             gates: Mutex::default(),
+            making: AtomicUsize::new(0),
         });
         start_reaper(Arc::downgrade(&inner), tick);
         Sessions(inner)
@@ -154,7 +182,7 @@ impl Sessions {
     }
 
     /// A new session of `plugin`.
-    pub fn create(
+    pub async fn create(
         &self,
         runner: &Runner,
         plugin: Arc<LoadedPlugin>,
@@ -164,46 +192,75 @@ impl Sessions {
                 here: self.0.replica.describe(),
             });
         }
-        self.0.make_room()?;
+        let room = self.0.make_room().await?;
         let id = self.0.replica.mint();
         let session = Session::new(id.clone(), runner, plugin, self.is_durable())
             .map_err(|e| SessionError::Scratch(e.to_string()))?;
         let session = Arc::new(session);
-        let mut open = self.0.open();
-        if open.len() >= self.0.max {
-            return Err(SessionError::TooMany { max: self.0.max });
-        }
-        open.insert(id, session.clone());
+        self.0.open().insert(id, session.clone());
+        drop(room);
         Ok(session)
     }
 
     /// The stored session `id`, if the store holds it (checked, not yet resumed), with
     /// the lock that keeps anyone else from storing or resuming it meanwhile. `None`
     /// when there is no store or no such entry.
-    pub async fn stored_entry(
-        &self,
-        id: &str,
-    ) -> Result<Option<(StoredSession, tokio::sync::OwnedMutexGuard<()>)>, SessionError> {
+    /// Reading it (and the replay after) is charged to the server's memory budget, at
+    /// twice the entry's size on disk (its bytes, then what is decoded from them), and
+    /// runs on a blocking thread, off the async workers.
+    pub async fn stored_entry(&self, id: &str) -> Result<Option<Resumable>, SessionError> {
         let Some(durability) = &self.0.durability else {
             return Ok(None);
         };
-        if !durability.store.contains(id) {
+        let Some(len) = durability.store.entry_len(id) else {
             return Ok(None);
-        }
+        };
         let gate = self.0.gate(id).lock_owned().await;
-        Ok(durability.store.read(id)?.map(|entry| (entry, gate)))
+        let needed = usize::try_from(len).unwrap_or(usize::MAX).saturating_mul(2);
+        // Resumes at once wait for each other's memory rather than all taking it.
+        let waited = Instant::now();
+        let charge = loop {
+            if let Some(charge) = durability.memory.reserve(needed) {
+                break charge;
+            }
+            if needed > durability.memory.cap() || waited.elapsed() >= RESUME_MEMORY_WAIT {
+                return Err(SessionError::Busy {
+                    id: id.to_string(),
+                    mib: (needed >> 20).max(1),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let store = durability.store.clone();
+        let owned = id.to_string();
+        let read = tokio::task::spawn_blocking(move || store.read(&owned))
+            .await
+            .map_err(|e| SessionError::Resume {
+                id: id.to_string(),
+                why: e.to_string(),
+            })??;
+        Ok(read.map(|entry| Resumable {
+            entry,
+            gate,
+            _charge: Held::new(charge),
+        }))
     }
 
     /// Rebuilds the stored session `entry` on `plugin` (its runtime here) and opens it.
-    /// `gate` is [`Sessions::stored_entry`]'s lock. When the session was already resumed
-    /// meanwhile (another call got the gate first), that one is returned.
+    /// It holds [`Sessions::stored_entry`]'s lock and charge until it is open. When the
+    /// session was already resumed meanwhile (another call got the gate first), that one
+    /// is returned.
     pub async fn resume(
         &self,
-        entry: StoredSession,
-        gate: tokio::sync::OwnedMutexGuard<()>,
+        resumable: Resumable,
         runner: &Runner,
         plugin: Arc<LoadedPlugin>,
     ) -> Result<Arc<Session>, SessionError> {
+        let Resumable {
+            entry,
+            gate,
+            _charge,
+        } = resumable;
         let id = entry.id.clone();
         if let Some(session) = self.0.open().get(&id) {
             return Ok(session.clone());
@@ -219,16 +276,23 @@ impl Sessions {
             .durability
             .as_ref()
             .expect("a stored entry has a store");
-        self.0.make_room()?;
+        let room = self.0.make_room().await?;
+        // The lease first: a session another process holds is refused before any
+        // replay (which can take as long as the calls it repeats).
+        let taken = durability.store.take(&id)?;
         let started = Instant::now();
         let (calls, stored_ms) = (entry.calls.len(), entry.stored_ms);
-        let session = Session::resume(entry, runner, plugin)
-            .await
-            .map_err(|e: RunError| SessionError::Resume {
-                id: id.clone(),
-                why: e.to_string(),
-            })?;
-        if let Taken::Abandoned { by } = durability.store.take(&id)? {
+        let session = match Session::resume(entry, runner, plugin).await {
+            Ok(session) => session,
+            Err(e) => {
+                durability.store.release(&id);
+                return Err(SessionError::Resume {
+                    id: id.clone(),
+                    why: e.to_string(),
+                });
+            }
+        };
+        if let Taken::Abandoned { by } = taken {
             let ago = super::store::now_ms().saturating_sub(stored_ms) / 1000;
             session.add_notice(format!(
                 "This session was resumed from the session store as it was stored {ago} s \
@@ -236,8 +300,11 @@ impl Sessions {
                  what calls there changed after that (variables, files) was lost."
             ));
         }
+        // Kept fresh by the reaper while this process holds the session.
+        session.leased.store(true, Ordering::SeqCst);
         tracing::info!(session = %id, calls, ms = started.elapsed().as_millis() as u64, "session resumed from the store");
         self.0.open().insert(id, session.clone());
+        drop(room);
         drop(gate);
         Ok(session)
     }
@@ -383,6 +450,20 @@ impl Inner {
         let Ok(_live) = session.live.try_lock() else {
             return false;
         };
+        // Charged to the server's budget while the entry is built and written; when the
+        // server stops, every session is stored whatever the budget says.
+        let needed = usize::try_from(session.storing_bytes()).unwrap_or(usize::MAX);
+        let _charge = match durability.memory.reserve(needed) {
+            Some(charge) => Some(charge),
+            None if stopping => None,
+            None => {
+                tracing::info!(
+                    session = id,
+                    "not stored now: the server's memory budget is in use"
+                );
+                return false;
+            }
+        };
         session.retire();
         let stored = session
             .stored(
@@ -410,25 +491,36 @@ impl Inner {
         }
     }
 
-    /// Makes room for one more open session: with a store, the least recently used idle
-    /// session is stored; without one, a full server refuses.
-    fn make_room(&self) -> Result<(), SessionError> {
+    /// Makes room for one more open session and holds it until the session is open (or
+    /// its opening failed): with a store, the least recently used idle session that can
+    /// be stored now is stored; without one, a full server refuses. Held places count
+    /// as open, so resumes at once each make their own room, one decision each.
+    async fn make_room(self: &Arc<Self>) -> Result<Room<'_>, SessionError> {
         loop {
-            let open: Vec<(String, Duration, bool)> = self
-                .open()
-                .iter()
-                .map(|(id, s)| (id.clone(), s.idle_for(), s.busy.load(Ordering::SeqCst) == 0))
-                .collect();
-            if open.len() < self.max {
-                return Ok(());
-            }
-            let oldest = open
-                .into_iter()
-                .filter(|(_, _, idle)| *idle)
-                .max_by_key(|(_, idle_for, _)| *idle_for);
-            match oldest {
-                Some((id, _, _)) if self.hibernate(&id, false) => continue,
-                _ => return Err(SessionError::TooMany { max: self.max }),
+            let idle: Vec<(String, Duration)> = {
+                let open = self.open();
+                if open.len() + self.making.load(Ordering::SeqCst) < self.max {
+                    self.making.fetch_add(1, Ordering::SeqCst);
+                    return Ok(Room(&self.making));
+                }
+                let mut idle: Vec<(String, Duration)> = open
+                    .iter()
+                    .filter(|(_, s)| s.busy.load(Ordering::SeqCst) == 0)
+                    .map(|(id, s)| (id.clone(), s.idle_for()))
+                    .collect();
+                idle.sort_by_key(|(_, idle_for)| std::cmp::Reverse(*idle_for));
+                idle
+            };
+            // One that another resume is storing right now is skipped for the next.
+            // Storing writes files: on a blocking thread, off the async workers.
+            let inner = self.clone();
+            let stored = tokio::task::spawn_blocking(move || {
+                idle.iter().any(|(id, _)| inner.hibernate(id, false))
+            })
+            .await
+            .unwrap_or(false);
+            if !stored {
+                return Err(SessionError::TooMany { max: self.max });
             }
         }
     }

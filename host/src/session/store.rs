@@ -159,6 +159,12 @@ impl SessionStore {
         self.path(id, ENTRY_SUFFIX).is_some_and(|p| p.is_file())
     }
 
+    /// The size on disk of `id`'s entry, if there is one.
+    pub fn entry_len(&self, id: &str) -> Option<u64> {
+        let meta = std::fs::metadata(self.path(id, ENTRY_SUFFIX)?).ok()?;
+        meta.is_file().then(|| meta.len())
+    }
+
     /// The ids of the entries present.
     fn ids(&self) -> Vec<String> {
         let Ok(dir) = std::fs::read_dir(&self.settings.dir) else {
