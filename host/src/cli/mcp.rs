@@ -400,8 +400,12 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     };
     let runbox = std::sync::Arc::new(global.start(options)?);
     let names = runbox.runtime_names().join(", ");
+    // Where an HTTP server listens is the one thing its user cannot know otherwise.
+    let say_where = !global.quiet || args.http.is_some();
     runbox::mcp::serve(runbox, settings, transport, |place| {
-        eprintln!("runbox: serving MCP {place} ({names})");
+        if say_where {
+            eprintln!("runbox: serving MCP {place} ({names})");
+        }
     })
     .await
 }
@@ -480,6 +484,13 @@ mod tests {
             },
             McpArgs {
                 max_compiles: Some(0),
+                ..McpArgs::default()
+            },
+            McpArgs {
+                limits: LimitArgs {
+                    compile_timeout: 0.0,
+                    ..LimitArgs::default()
+                },
                 ..McpArgs::default()
             },
         ];

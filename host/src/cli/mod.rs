@@ -83,7 +83,8 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "RUNBOX_PROGRAM_COMPILER", value_name = "NAME",
           default_value = "cranelift", value_parser = parse_program_compiler)]
     pub program_compiler: ProgramCompiler,
-    /// Show no progress bars.
+    /// Show no progress bars and no start-up line (`runbox mcp --http` still prints the
+    /// address it serves at, which port 0 leaves to the system).
     #[arg(long, short, global = true)]
     pub quiet: bool,
 }

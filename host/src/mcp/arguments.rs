@@ -21,6 +21,8 @@ pub struct CheckedInput {
     pub code: String,
     pub stdin: Option<String>,
     pub timeout: Option<Duration>,
+    /// The `timeout_seconds` asked for, when it was above the maximum and capped.
+    pub timeout_capped_from: Option<f64>,
     /// Decoded, not yet checked against the runtime's own files (the run does that).
     pub files: Vec<(String, Vec<u8>)>,
     pub session_id: Option<String>,
@@ -178,6 +180,7 @@ pub fn check_run_code(
     if let Some(stdin) = stdin.as_ref().filter(|s| s.len() > MAX_STDIN_BYTES) {
         return Err(too_big("stdin", stdin.len(), MAX_STDIN_BYTES));
     }
+    let timeout_capped_from = timeout_seconds.filter(|secs| *secs > max_timeout.as_secs_f64());
     let timeout = match timeout_seconds {
         None => None,
         Some(secs) if secs > 0.0 && secs.is_finite() => {
@@ -203,9 +206,22 @@ pub fn check_run_code(
         code,
         stdin,
         timeout,
+        timeout_capped_from,
         files,
         session_id,
     })
+}
+
+impl CheckedInput {
+    /// What the result says when the time limit asked for was capped.
+    pub fn timeout_note(&self, max_timeout: Duration) -> Option<String> {
+        self.timeout_capped_from.map(|asked| {
+            format!(
+                "timeout_seconds {asked} is above this server's maximum: the run had {} s",
+                max_timeout.as_secs_f64()
+            )
+        })
+    }
 }
 
 /// One entry of `files`, decoded; a malformed one is refused with `usage`.
@@ -314,6 +330,11 @@ mod tests {
     fn timeouts_are_capped_and_checked() {
         let ok = check(json!({"code": "1", "runtime": "python", "timeout_seconds": 600})).unwrap();
         assert_eq!(ok.timeout, Some(Duration::from_secs(60)));
+        let note = ok.timeout_note(Duration::from_secs(60)).unwrap();
+        assert!(note.contains("600") && note.contains("60 s"), "{note}");
+        let within =
+            check(json!({"code": "1", "runtime": "python", "timeout_seconds": 60})).unwrap();
+        assert_eq!(within.timeout_note(Duration::from_secs(60)), None);
         assert!(check(json!({"code": "1", "runtime": "python", "timeout_seconds": 0})).is_err());
     }
 
@@ -366,13 +387,16 @@ mod tests {
     fn files_are_decoded() {
         let ok = check(json!({"code": "1", "runtime": "python", "files": [
             {"path": "a.txt", "content": "hi"},
-            {"path": "b.bin", "content": "AAE=", "encoding": "base64"}]}))
+            {"path": "b.bin", "content": "AAE=", "encoding": "base64"},
+            // Runno's name for utf-8, which prompts written for @runno/mcp send.
+            {"path": "c.txt", "content": "hé", "encoding": "text"}]}))
         .unwrap();
         assert_eq!(
             ok.files,
             [
                 ("a.txt".into(), b"hi".to_vec()),
-                ("b.bin".into(), vec![0, 1])
+                ("b.bin".into(), vec![0, 1]),
+                ("c.txt".into(), "hé".as_bytes().to_vec())
             ]
         );
     }

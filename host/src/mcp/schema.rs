@@ -10,35 +10,31 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::files::{escaped_name, MAX_INPUT_BYTES, MAX_INPUT_FILES};
 use crate::outcome::RunStatus;
 use crate::service::{LimitSettings, RuntimeInfo};
 
-/// The arguments of `run_code`.
+/// The arguments of `run_code`. The descriptions are short: every client sends them to
+/// its model in every conversation (the tools/list fixture test holds the size).
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCodeInput {
-    /// The runtime to run the code in; required unless `session_id` is given.
+    /// One of the runtimes above (not needed with `session_id`).
     pub runtime: Option<String>,
-    /// The program's source text, as it would be written to a file.
+    /// The program's source text.
     pub code: String,
-    #[schemars(
-        description = "Text given to the program as standard input. Without it the program \
-                       sees end of input at once."
-    )]
+    /// Standard input (default: none).
     pub stdin: Option<String>,
-    /// Wall-clock limit in seconds; fractions allowed.
+    /// Time limit in seconds (its default and maximum are written at start-up).
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub timeout_seconds: Option<f64>,
-    #[schemars(
-        description = "Input files, placed in the program's working directory before it starts \
-                       (at most 100 files, 32 MiB decoded in total).",
-        extend("maxItems" = 100)
-    )]
+    /// Input files, placed in the working directory first (caps written at start-up).
+    #[schemars(extend("maxItems" = MAX_INPUT_FILES))]
     pub files: Option<Vec<FileInput>>,
+    // (Descriptions that do not fit on one line are attributes: a doc comment's line
+    // break would reach the schema.)
     #[schemars(
-        description = "Run inside this session (from create_session): variables, functions and \
-                       imports of earlier calls carry over where the runtime keeps state, and \
-                       the working directory's files always do. `runtime` may then be left out.",
+        description = "A session from create_session: its state and files carry over.",
         extend("x-mcp-header" = "Session")
     )]
     pub session_id: Option<String>,
@@ -48,7 +44,7 @@ pub struct RunCodeInput {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionInput {
-    /// The runtime of the session.
+    /// The session's runtime.
     pub runtime: String,
 }
 
@@ -69,7 +65,7 @@ pub struct CreateSessionOutput {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CloseSessionInput {
-    /// The session to end; its files are removed.
+    /// The session to end.
     #[schemars(extend("x-mcp-header" = "Session"))]
     pub session_id: String,
 }
@@ -83,17 +79,16 @@ pub struct CloseSessionOutput {
     pub closed: bool,
 }
 
-/// One input file of `run_code` (inlined: clients need not resolve `$ref`).
+// One input file of `run_code`, inlined: clients need not resolve `$ref`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub struct FileInput {
-    /// Relative path in the working directory, `/`-separated (a leading `/` means the
-    /// same), without `..` or empty parts, e.g. `data/input.csv`.
+    /// A relative `/`-separated path without `..`, e.g. `data/in.csv`.
     pub path: String,
-    /// The file's content: text, or base64 when `encoding` is `base64`.
+    /// Text, or base64 when `encoding` is `base64`.
     pub content: String,
-    /// How `content` is written: `utf-8` (the default) or `base64` (for binary files).
+    /// `utf-8` (the default) or `base64`.
     #[schemars(extend("enum" = ["utf-8", "base64"]))]
     pub encoding: Option<String>,
 }
@@ -239,17 +234,16 @@ impl RunCodeOutput {
                 ));
             }
         }
+        let linked =
+            self.output_uri.is_some() || self.files.iter().any(|f| !f.returned && f.uri.is_some());
+        if linked {
+            // Links are unguessable handles, listed to no one: say where they are read.
+            text.push_str(
+                "(runbox:// links are read with resources/read for a while; resources/list \
+                 does not show them)\n",
+            );
+        }
         text
-    }
-}
-
-/// A file name as the text content shows it: quoted and escaped when it holds anything
-/// but printable characters and spaces, so a name cannot start a line of its own.
-pub fn escaped_name(name: &str) -> String {
-    if name.chars().all(|c| !c.is_control()) && !name.contains('"') {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.escape_debug())
     }
 }
 
@@ -308,6 +302,8 @@ pub struct Limits {
     pub default_timeout_seconds: f64,
     /// The most `timeout_seconds` may ask for; larger values are capped.
     pub max_timeout_seconds: f64,
+    /// What compiling and linking may take, apart from the program's time limit.
+    pub compile_timeout_seconds: f64,
     /// Memory a run may use, in MiB.
     pub memory_mb: u64,
     /// Output kept per stream, in bytes.
@@ -327,6 +323,7 @@ impl Limits {
         Limits {
             default_timeout_seconds: limits.default_timeout.as_secs_f64(),
             max_timeout_seconds: limits.max_timeout.as_secs_f64(),
+            compile_timeout_seconds: limits.compile_timeout.as_secs_f64(),
             memory_mb: limits.memory_bytes >> 20,
             output_bytes: limits.output_bytes as u64,
             max_sessions: max_sessions as u64,
@@ -404,28 +401,25 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
     let properties = schema.get_mut("properties").and_then(Value::as_object_mut);
     let properties = properties.expect("RunCodeInput has properties");
     let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
-    let listed: Vec<String> = runtimes
-        .iter()
-        .map(|r| format!("{} ({} {})", r.name, r.language, r.version))
-        .collect();
     if let Some(Value::Object(runtime)) = properties.get_mut("runtime") {
         runtime.insert("enum".into(), json!(names));
-        runtime.insert(
-            "description".into(),
-            json!(format!(
-                "The runtime to run the code in: {}. Required unless `session_id` is given.",
-                listed.join(", ")
-            )),
-        );
     }
     if let Some(Value::Object(timeout)) = properties.get_mut("timeout_seconds") {
         timeout.insert(
             "description".into(),
             json!(format!(
-                "Wall-clock limit in seconds; fractions allowed. Default {}, at most {} \
-                 (larger values are capped).",
+                "Time limit in seconds (default {}, at most {}).",
                 secs(limits.default_timeout.as_secs_f64()),
                 secs(limits.max_timeout.as_secs_f64())
+            )),
+        );
+    }
+    if let Some(Value::Object(files)) = properties.get_mut("files") {
+        files.insert(
+            "description".into(),
+            json!(format!(
+                "Input files put in the working directory (at most {MAX_INPUT_FILES}, {} MiB).",
+                MAX_INPUT_BYTES >> 20
             )),
         );
     }
@@ -436,29 +430,11 @@ pub fn run_code_input_schema(runtimes: &[RuntimeInfo], limits: &LimitSettings) -
 pub fn create_session_input_schema(runtimes: &[RuntimeInfo]) -> Arc<JsonObject> {
     let mut schema = create_session_base_input_schema().as_ref().clone();
     let names: Vec<&str> = runtimes.iter().map(|r| r.name.as_str()).collect();
-    let listed: Vec<String> = runtimes
-        .iter()
-        .map(|r| {
-            let state = if r.session_state {
-                "keeps state"
-            } else {
-                "keeps files only"
-            };
-            format!("{} ({state})", r.name)
-        })
-        .collect();
     if let Some(Value::Object(runtime)) = schema
         .get_mut("properties")
         .and_then(|p| p.get_mut("runtime"))
     {
         runtime.insert("enum".into(), json!(names));
-        runtime.insert(
-            "description".into(),
-            json!(format!(
-                "The runtime of the session: {}.",
-                listed.join(", ")
-            )),
-        );
     }
     Arc::new(schema)
 }
@@ -483,6 +459,48 @@ pub fn close_session_output_schema() -> Arc<JsonObject> {
 /// `run_code`'s output schema, generated from [`RunCodeOutput`].
 pub fn run_code_output_schema() -> Arc<JsonObject> {
     standard_formats_only(&schema_for_output::<RunCodeOutput>())
+}
+
+/// A schema as tools/list sends it: standard formats only and no `$schema` (2020-12 is
+/// MCP's default dialect); an output schema names its top-level fields with their types
+/// (and an enum's values) and nothing deeper or wordier. Every client puts tools/list
+/// in every conversation: what the fields mean is in the tool's description and
+/// docs/mcp.md, and an output schema is there for clients to validate the result.
+pub fn for_the_wire(schema: &JsonObject, output: bool) -> Arc<JsonObject> {
+    let mut schema = standard_formats_only(schema).as_ref().clone();
+    schema.remove("$schema");
+    if output {
+        schema = top_level_only(&schema);
+    }
+    Arc::new(schema)
+}
+
+/// `schema`'s `type`, `required` and properties, each property only its `type` (an
+/// object where it was a `$ref`) and its `enum`.
+fn top_level_only(schema: &JsonObject) -> JsonObject {
+    let mut out = JsonObject::new();
+    for key in ["type", "required"] {
+        if let Some(value) = schema.get(key) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    let properties: JsonObject = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, property)| {
+            let mut kept = JsonObject::new();
+            let kind = property.get("type").cloned().unwrap_or(json!("object"));
+            kept.insert("type".into(), kind);
+            if let Some(values) = property.get("enum") {
+                kept.insert("enum".into(), values.clone());
+            }
+            (name.clone(), Value::Object(kept))
+        })
+        .collect();
+    out.insert("properties".into(), Value::Object(properties));
+    out
 }
 
 /// The `format` values JSON Schema (2020-12, section 7.3) defines. schemars also writes
@@ -583,7 +601,7 @@ mod tests {
         assert!(schema["properties"]["timeout_seconds"]["description"]
             .as_str()
             .unwrap()
-            .contains("at most 60"));
+            .contains("at most 40"));
     }
 
     /// Every property at any depth has exactly one JSON `type`; `x-mcp-header` sits only
@@ -681,6 +699,39 @@ mod tests {
     }
 
     #[test]
+    fn output_schemas_go_on_the_wire_top_level_only() {
+        let full = schema_for_output::<ListRuntimesOutput>();
+        let wire = Value::Object(for_the_wire(&full, true).as_ref().clone());
+        assert_eq!(
+            wire,
+            json!({"type": "object", "required": ["runtimes", "limits"], "properties": {
+                "runtimes": {"type": "array"}, "limits": {"type": "object"}}})
+        );
+        let run = Value::Object(
+            for_the_wire(&run_code_output_schema(), true)
+                .as_ref()
+                .clone(),
+        );
+        assert_eq!(
+            run["properties"]["status"]["enum"],
+            json!(["completed", "crashed", "terminated", "timeout"])
+        );
+        assert_eq!(
+            run["properties"]["exit_code"]["type"],
+            json!(["integer", "null"])
+        );
+        assert!(!run.to_string().contains("description"), "{run}");
+        // Input schemas keep their descriptions, lose only `$schema`.
+        let input = for_the_wire(&run_code_base_input_schema(), false);
+        assert!(input.get("$schema").is_none());
+        assert!(input["properties"]["code"]["description"].is_string());
+        // No description holds a line break (a doc comment's would).
+        assert!(!Value::Object(input.as_ref().clone())
+            .to_string()
+            .contains("\\n"));
+    }
+
+    #[test]
     fn nonstandard_formats_are_dropped_at_any_depth() {
         let raw = json!({
             "type": "object",
@@ -760,7 +811,9 @@ mod tests {
             timeout.to_text(),
             "status: timeout\nerror: time limit reached\nduration: 1000 ms\n(no output)\n\
              --- files ---\nbig.bin (9437184 bytes, application/octet-stream, linked: \
-             runbox://ab/files/big.bin)\n\"x\\nstatus: completed\" (1 bytes, text/plain)\n"
+             runbox://ab/files/big.bin)\n\"x\\nstatus: completed\" (1 bytes, text/plain)\n\
+             (runbox:// links are read with resources/read for a while; resources/list does \
+             not show them)\n"
         );
     }
 }

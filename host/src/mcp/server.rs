@@ -32,6 +32,7 @@ use super::tasks::Tasks;
 use crate::files::ReturnCaps;
 use crate::outcome::RunStatus;
 use crate::run::RunWatch;
+use crate::sandbox::memory::Held;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 use tokio_util::sync::CancellationToken;
 
@@ -67,7 +68,9 @@ impl RunboxServer {
             .get_mut("run_code")
             .expect("run_code is a tool");
         route.attr.input_schema = schema::run_code_input_schema(&runtimes, &limits);
-        route.attr.description = Some(run_code_description(&runtimes, &limits).into());
+        let max_task_timeout = Some(settings.tasks.max_timeout);
+        route.attr.description =
+            Some(run_code_description(&runtimes, &limits, max_task_timeout).into());
         let route = tool_router
             .map
             .get_mut("create_session")
@@ -81,11 +84,12 @@ impl RunboxServer {
             )
             .into(),
         );
-        // Clients validate these (AJV in JavaScript ones): only standard JSON Schema.
+        // Clients validate these (AJV in JavaScript ones): only standard JSON Schema,
+        // and as small as they can be (every conversation carries them).
         for route in tool_router.map.values_mut() {
-            route.attr.input_schema = schema::standard_formats_only(&route.attr.input_schema);
+            route.attr.input_schema = schema::for_the_wire(&route.attr.input_schema, false);
             if let Some(output) = &route.attr.output_schema {
-                route.attr.output_schema = Some(schema::standard_formats_only(output));
+                route.attr.output_schema = Some(schema::for_the_wire(output, true));
             }
         }
         let kept = Retained::new(
@@ -131,8 +135,9 @@ impl RunboxServer {
         self.runbox.server_memory()
     }
 
-    /// `resources/read` of a kept output or file.
-    pub fn read_kept(&self, uri: &str) -> Result<ResourceContents, ErrorData> {
+    /// A kept output or file for `resources/read`, and the charge for its answer (to
+    /// hold until the answer is sent).
+    pub fn read_kept(&self, uri: &str) -> Result<(ResourceContents, Held), ErrorData> {
         self.kept.read(uri).map_err(|e| match e {
             ReadError::NotOurs(_) | ReadError::Gone { .. } | ReadError::OtherReplica(_) => {
                 ErrorData::resource_not_found(e.to_string(), Some(serde_json::json!({"uri": uri})))
@@ -176,10 +181,7 @@ impl RunboxServer {
         Parameters(arguments): Parameters<JsonObject>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        // A client that speaks MCP tasks may run long: its long calls become tasks.
-        let as_task = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+        let as_task = answers_with_tasks(&context);
         let max_timeout = match as_task {
             true => self.tasks.settings().max_timeout,
             false => self.runbox.limits().max_timeout,
@@ -194,6 +196,7 @@ impl RunboxServer {
         };
         let watch = Arc::new(RunWatch::default());
         let session_id = input.session_id.clone();
+        let capped = input.timeout_note(max_timeout);
         let request = RunRequest {
             runtime: input.runtime,
             code: input.code,
@@ -213,7 +216,7 @@ impl RunboxServer {
         };
         let doing = format!("running {what}");
         if !as_task {
-            let run = self.result_of(request, session_id, context.ct.clone());
+            let run = self.result_of(request, session_id, capped, context.ct.clone());
             return with_progress(&context, &doing, Some(&watch), run)
                 .await
                 .into();
@@ -224,7 +227,7 @@ impl RunboxServer {
         let mut job = tokio::spawn({
             let server = self.clone();
             let cancel = cancel.clone();
-            async move { server.result_of(request, session_id, cancel).await }
+            async move { server.result_of(request, session_id, capped, cancel).await }
         });
         let after = self.tasks.settings().after;
         let early = with_progress(&context, &doing, Some(&watch), async {
@@ -260,11 +263,12 @@ impl RunboxServer {
     }
 
     /// Runs `request` and renders its result (or the tool error saying why it could not
-    /// run).
+    /// run), with `note` (what the arguments' checks changed) as its notice.
     async fn result_of(
         &self,
         request: RunRequest,
         session_id: Option<String>,
+        note: Option<String>,
         cancel: CancellationToken,
     ) -> CallToolResult {
         // The run also stops when the server does.
@@ -280,6 +284,12 @@ impl RunboxServer {
         let mut ran = self.runbox.run(request, run_cancel).await;
         link.abort();
         if let Ok(outcome) = &mut ran {
+            if let Some(note) = note {
+                outcome.notice = Some(match outcome.notice.take() {
+                    Some(resumed) => format!("{note}; {resumed}"),
+                    None => note,
+                });
+            }
             if self.stopping.is_cancelled() && !cancel.is_cancelled() {
                 // Not the client's doing: say whose.
                 if outcome.status == RunStatus::Terminated {
@@ -292,7 +302,18 @@ impl RunboxServer {
             }
         }
         match ran {
-            Ok(outcome) => run_result(outcome, session_id, &self.settings.results, &self.kept),
+            // Rendering reads and encodes every output file (up to the scratch caps):
+            // on a blocking thread, so the async workers keep answering other calls.
+            Ok(outcome) => {
+                let limits = self.settings.results;
+                let kept = self.kept.clone();
+                let rendered = tokio::task::spawn_blocking(move || {
+                    run_result(outcome, session_id, &limits, &kept)
+                });
+                rendered.await.unwrap_or_else(|e| {
+                    tool_error(format!("runbox failed while rendering the result: {e}"))
+                })
+            }
             Err(e) => tool_error(e.to_string()),
         }
     }
@@ -300,9 +321,8 @@ impl RunboxServer {
     /// What `run_code` can run, and within which limits.
     #[tool(
         name = "list_runtimes",
-        description = "The runtimes run_code accepts (name, language, version, file extension, \
-                       a sample program, whether a session keeps state) and the limits every \
-                       run gets.",
+        description = "The runtimes (versions, sample programs, whether sessions keep \
+                       state) and the limits of a run.",
         annotations(
             title = "List runtimes",
             read_only_hint = true,
@@ -413,7 +433,6 @@ impl RunboxServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for RunboxServer {
     fn get_info(&self) -> ServerConfig {
-        let names = self.runbox.runtime_names().join(", ");
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
@@ -426,8 +445,8 @@ impl ServerHandler for RunboxServer {
             )
             .with_instructions(format!(
                 "runbox runs programs in WebAssembly sandboxes. Call run_code with a runtime \
-                 ({names}) and the program's source; list_runtimes tells versions, samples and \
-                 limits. For multi-step work (load data once, then query it), create_session \
+                 (its description lists them) and the program's source; list_runtimes tells \
+                 versions, samples and limits. For multi-step work (load data once, then query it), create_session \
                  and pass its session_id to run_code. A result shows the head and tail of a \
                  long output and links what it leaves out (runbox:// URIs, readable with \
                  resources/read for {} s).",
@@ -465,9 +484,27 @@ impl ServerHandler for RunboxServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let contents = self.read_kept(&request.uri)?;
+        // Through rmcp the answer's charge ends here, once it is rendered: over HTTP
+        // runbox sends these reads itself, charged until sent (`http.rs`).
+        let (contents, _answer) = self.read_kept(&request.uri)?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
+}
+
+/// Whether a call may be answered with a task: its client declared the tasks extension
+/// in this request, in the revision that defines it (2026-07-28, with the version in the
+/// request's `_meta`). A handshake-era client that lists the extension in its
+/// `initialize` (the MCP Inspector 2.12 does) has no way to poll such a task: it gets
+/// the result itself, within `--max-timeout`.
+fn answers_with_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let modern = context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    modern
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
 }
 
 /// A spawned call's result, or a tool error if its task panicked.
@@ -475,8 +512,14 @@ fn finished(done: Result<CallToolResult, tokio::task::JoinError>) -> CallToolRes
     done.unwrap_or_else(|e| tool_error(format!("runbox failed while running the call: {e}")))
 }
 
-/// The tool description, written for a model: what runs, what the sandbox allows, the limits.
-pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) -> String {
+/// The tool description, written for a model: what runs, what the sandbox allows, the
+/// limits. The one place the runtimes are listed (the `runtime` enum names them, the
+/// instructions point here): every conversation carries it, so it says each thing once.
+pub fn run_code_description(
+    runtimes: &[RuntimeInfo],
+    limits: &LimitSettings,
+    max_task_timeout: Option<std::time::Duration>,
+) -> String {
     let listed: Vec<String> = runtimes
         .iter()
         .map(|r| {
@@ -487,25 +530,25 @@ pub fn run_code_description(runtimes: &[RuntimeInfo], limits: &LimitSettings) ->
             format!("- {}: {} {}{note}", r.name, r.language, r.version)
         })
         .collect();
+    let longer = max_task_timeout.map_or(String::new(), |t| {
+        format!(
+            "; clients with MCP tasks up to {} s",
+            schema::secs(t.as_secs_f64())
+        )
+    });
     format!(
-        "Run a program in a sandbox and get its output. Runtimes:\n{}\n\n\
-         Each call starts fresh in a WebAssembly sandbox: only the runtime's own libraries are \
-         there (nothing can be installed), there is no network, no host files, and no files \
-         are kept between calls unless the call runs in a session (create_session, then pass \
-         session_id). Give input with `stdin` and input files with `files`; files the program \
-         writes in its working directory come back in the result (images as images). \
-         Command-line arguments are not supported.\n\n\
-         Limits per run: {} s wall-clock by default (`timeout_seconds` may ask for up to {} s), \
-         {} of memory, {} of output per stream.\n\n\
-         The result has `status` (completed, crashed, terminated, timeout), `exit_code` \
-         (when completed), `stdout`, `stderr`, `tty` (both interleaved as written, when both \
-         wrote), `error`, `truncated`, `duration_ms`, `files`, `session_id` and \
-         `output_uri`. A program that exits non-zero is still `completed`. A long output \
-         shows its head and tail; the whole of it, and files too big to inline, are linked \
-         (runbox:// URIs, read with resources/read).",
+        "Run a program in a WebAssembly sandbox. Runtimes:\n{}\n\n\
+         No network, no host files, nothing to install, no command-line arguments; each call \
+         starts fresh unless in a session (create_session). Input via `stdin` and `files`; \
+         files it writes come back (images as images). Limits: {} s (`timeout_seconds` up to \
+         {} s{longer}; compiling has {} s of its own), {} memory, {} output per stream. A \
+         non-zero exit is still `completed`; `error` says why a run ended `timeout`, `crashed` \
+         or `terminated`. Long output shows head and tail; the rest is linked (runbox:// \
+         URIs, for resources/read).",
         listed.join("\n"),
         schema::secs(limits.default_timeout.as_secs_f64()),
         schema::secs(limits.max_timeout.as_secs_f64()),
+        schema::secs(limits.compile_timeout.as_secs_f64()),
         bytes(limits.memory_bytes),
         bytes(limits.output_bytes as u64),
     )
@@ -523,12 +566,10 @@ pub fn create_session_description(
         .map(|r| r.name.as_str())
         .collect();
     format!(
-        "Start a session for multi-step work: pass the returned session_id to run_code, and \
-         each call runs after the ones before it. In {} variables, functions and imports carry \
-         over; in every runtime the working directory's files do. Each call has its own time \
-         limit and stdin; one that times out or crashes resets the interpreter (files stay). \
-         A session ends with close_session, or after {} s without calls; at most {} are open \
-         at once.",
+        "Start a session for multi-step work; pass its session_id to run_code. Variables, \
+         functions and imports carry over in {}; files in every runtime. A call that times \
+         out or crashes resets the interpreter (files stay). Ends with close_session or \
+         after {} s idle; at most {} open.",
         if keeping.is_empty() {
             "no runtime".to_string()
         } else {
@@ -569,22 +610,27 @@ mod tests {
 
     #[test]
     fn description_names_runtimes_and_limits() {
-        let text = run_code_description(&[python()], &LimitSettings::default());
+        let text = run_code_description(
+            &[python()],
+            &LimitSettings::default(),
+            Some(std::time::Duration::from_secs(3600)),
+        );
         for needle in [
             "- python: Python 3.15.0",
-            "no network",
-            "no files are kept between calls unless the call runs in a session",
+            "No network",
+            "starts fresh unless in a session",
             "figure-N.png",
-            "10 s wall-clock",
-            "up to 60 s",
-            "512 MiB of memory",
-            "1 MiB of output",
+            "Limits: 10 s",
+            "up to 40 s; clients with MCP tasks up to 3600 s",
+            "compiling has 15 s of its own",
+            "512 MiB memory",
+            "1 MiB output",
         ] {
             assert!(text.contains(needle), "{needle:?} not in {text}");
         }
         let text = create_session_description(&[python()], 600.0, 16);
         assert!(
-            text.contains("In python variables") && text.contains("600 s"),
+            text.contains("carry over in python;") && text.contains("600 s"),
             "{text}"
         );
     }

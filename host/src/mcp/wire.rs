@@ -14,9 +14,10 @@ pub enum Encoding {
 
 impl Encoding {
     /// The encoding named `name` (`utf-8`, or `base64`); the message names both.
+    /// `text` is Runno's name for `utf-8`, which prompts written for it send.
     pub fn parse(name: &str) -> Option<Self> {
         match name.to_ascii_lowercase().as_str() {
-            "utf-8" | "utf8" => Some(Encoding::Utf8),
+            "utf-8" | "utf8" | "text" => Some(Encoding::Utf8),
             "base64" => Some(Encoding::Base64),
             _ => None,
         }

@@ -1,0 +1,159 @@
+"""What a model trips on (issue 36), through the MCP Python SDK: programs a model
+writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
+
+- sqlite_modes: `.mode column` (and box, markdown, json) give the sqlite3 shell's tables.
+- compile_budget: compiling C++ does not come out of the program's `timeout_seconds`; a
+  compile past its own budget says so.
+- numpy_integers: numpy's integer sums and products do not overflow at 32 bits.
+- asyncio: an event loop runs timers, tasks and gather; threads say they cannot start.
+- cpp_exceptions: try/throw/catch compile and run.
+- runno_shapes: `encoding: "text"` is taken as utf-8; a capped `timeout_seconds` is said;
+  no input-schema description holds a stray line break.
+- links_and_resources: a result with links says resources/list does not show them.
+"""
+
+import json
+
+from harness import check_tool_error, main, run_code, stdio_session, text_of
+
+
+def out_of(result):
+    assert not result.is_error, text_of(result)
+    return result.structured_content
+
+
+async def sqlite_modes():
+    async with stdio_session("--runtimes", "sqlite") as s:
+        setup = "create table t(name text, n integer);\ninsert into t values ('ab', 1), ('c', 22);\n"
+        out = out_of(await run_code(s, runtime="sqlite",
+                                    code=setup + ".mode column\nselect * from t;"))
+        assert out["exit_code"] == 0, out
+        assert out["stdout"] == "name  n \n----  --\nab    1 \nc     22\n", repr(out["stdout"])
+        out = out_of(await run_code(s, runtime="sqlite",
+                                    code=setup + ".mode box\nselect * from t;"))
+        assert out["stdout"].startswith("┌──────┬────┐\n│ name │ n  │\n"), out["stdout"]
+        out = out_of(await run_code(s, runtime="sqlite",
+                                    code=setup + ".mode markdown\nselect * from t;"))
+        assert out["stdout"].startswith("| name | n  |\n|------|----|\n"), out["stdout"]
+        out = out_of(await run_code(s, runtime="sqlite",
+                                    code=setup + ".mode json\nselect * from t;"))
+        assert json.loads(out["stdout"]) == [{"name": "ab", "n": 1}, {"name": "c", "n": 22}]
+        out = out_of(await run_code(s, runtime="sqlite", code=".timer on\nselect 1;"))
+        assert out["exit_code"] == 1 and "supported:" in out["stderr"], out
+
+
+CPP_HELLO = "#include <iostream>\nint main() { std::cout << \"hi\" << std::endl; }\n"
+
+
+async def compile_budget():
+    async with stdio_session("--runtimes", "clangpp") as s:
+        # The C++ compile alone takes longer than this whole limit.
+        out = out_of(await run_code(s, runtime="clangpp", code=CPP_HELLO, timeout_seconds=0.2))
+        assert out["duration_ms"] > 200, out
+        assert out["status"] == "completed" and out["stdout"] == "hi\n", out
+        # A program that runs past its own limit is still its own timeout.
+        loop = "int main() { volatile unsigned long n = 0; for (;;) n = n + 1; }\n"
+        out = out_of(await run_code(s, runtime="clangpp", code=loop, timeout_seconds=1))
+        assert out["status"] == "timeout", out
+        assert out["error"].startswith("time limit reached"), out
+    async with stdio_session("--runtimes", "clangpp", "--compile-timeout", "0.05") as s:
+        out = out_of(await run_code(s, runtime="clangpp", code=CPP_HELLO, timeout_seconds=5))
+        assert out["status"] == "timeout", out
+        assert out["error"].startswith("compiling took longer than"), out
+        assert "the program did not run" in out["error"], out
+        listing = await s.call_tool("list_runtimes", {})
+        assert listing.structured_content["limits"]["compile_timeout_seconds"] == 0.05
+
+
+async def numpy_integers():
+    async with stdio_session("--runtimes", "python") as s:
+        code = ("import numpy as np\n"
+                "print(np.arange(100_000).sum())\n"
+                "print(np.prod(np.arange(1, 21)))\n"
+                "print(np.array([2**31 - 1, 1]).sum())\n"
+                "print(np.cumsum(np.arange(100_000))[-1])")
+        out = out_of(await run_code(s, runtime="python", code=code))
+        assert out["stdout"] == "4999950000\n2432902008176640000\n2147483648\n4999950000\n", out
+
+
+async def asyncio_loop():
+    async with stdio_session("--runtimes", "python") as s:
+        code = ("import asyncio, time\n"
+                "async def job(i):\n    await asyncio.sleep(0.1)\n    return i * i\n"
+                "async def main():\n    t = time.monotonic()\n"
+                "    r = await asyncio.gather(*(job(i) for i in range(5)))\n"
+                "    q = asyncio.Queue()\n    await q.put('x')\n"
+                "    try:\n        await asyncio.wait_for(asyncio.sleep(5), 0.1)\n"
+                "    except TimeoutError:\n        r.append('timed out')\n"
+                "    return r, await q.get(), round(time.monotonic() - t, 1)\n"
+                "print(asyncio.run(main()))\n"
+                "asyncio.run(asyncio.sleep(0))\nprint('again')")
+        out = out_of(await run_code(s, runtime="python", code=code))
+        assert out["exit_code"] == 0, out
+        assert out["stdout"] == "([0, 1, 4, 9, 16, 'timed out'], 'x', 0.2)\nagain\n", out
+        out = out_of(await run_code(s, runtime="python", code=(
+            "import asyncio\nasync def main():\n    await asyncio.to_thread(print, 1)\n"
+            "asyncio.run(main())")))
+        assert out["exit_code"] == 1 and "thread" in out["stderr"], out
+
+
+async def cpp_exceptions():
+    async with stdio_session("--runtimes", "clangpp") as s:
+        code = ("#include <iostream>\n#include <stdexcept>\n#include <vector>\n"
+                "int main() {\n  try { throw std::runtime_error(\"boom\"); }\n"
+                "  catch (const std::exception &e) { std::cout << \"caught \" << e.what() << '\\n'; }\n"
+                "  std::vector<int> v(2);\n  try { v.at(5); }\n"
+                "  catch (const std::out_of_range &) { std::cout << \"out of range\\n\"; }\n}\n")
+        out = out_of(await run_code(s, runtime="clangpp", code=code))
+        assert out["status"] == "completed" and out["exit_code"] == 0, out
+        assert out["stdout"] == "caught boom\nout of range\n", out
+
+
+async def runno_shapes():
+    async with stdio_session("--runtimes", "python") as s:
+        out = out_of(await run_code(s, runtime="python", code="print(open('in.txt').read())",
+                                    files=[{"path": "in.txt", "content": "héllo",
+                                            "encoding": "text"}]))
+        assert out["stdout"] == "héllo\n", out
+        result = await run_code(s, runtime="python", code="print(1)", timeout_seconds=600)
+        out = out_of(result)
+        assert "timeout_seconds 600" in (out.get("notice") or ""), out
+        assert "notice: timeout_seconds 600" in text_of(result), text_of(result)
+        check_tool_error(await run_code(s, runtime="python", code="1",
+                                        files=[{"path": "x", "content": "", "encoding": "latin-1"}]),
+                         "encoding `latin-1`")
+        tools = (await s.list_tools()).tools
+
+        def descriptions(schema):
+            if isinstance(schema, dict):
+                for key, value in schema.items():
+                    if key == "description" and isinstance(value, str):
+                        yield value
+                    else:
+                        yield from descriptions(value)
+            elif isinstance(schema, list):
+                for item in schema:
+                    yield from descriptions(item)
+
+        for tool in tools:
+            for text in descriptions(tool.input_schema):
+                assert "\n" not in text, (tool.name, text)
+
+
+async def links_and_resources():
+    async with stdio_session("--runtimes", "python") as s:
+        result = await run_code(s, runtime="python", code="print('x' * 100000)")
+        text = text_of(result)
+        assert "resources/list does not show them" in text, text[-300:]
+        listed = await s.list_resources()
+        assert listed.resources == [], listed
+        uri = result.structured_content["output_uri"]
+        read = await s.read_resource(uri)
+        assert len(read.contents[0].text) == 100001
+
+
+if __name__ == "__main__":
+    main({"sqlite_modes": sqlite_modes, "compile_budget": compile_budget,
+          "numpy_integers": numpy_integers, "asyncio": asyncio_loop,
+          "cpp_exceptions": cpp_exceptions, "runno_shapes": runno_shapes,
+          "links_and_resources": links_and_resources})
