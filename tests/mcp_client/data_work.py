@@ -152,7 +152,7 @@ async def files_in_and_out():
             ("php-cgi", "<?php file_put_contents('up.txt', strtoupper(file_get_contents('in.txt')));"),
             ("clang", "#include <stdio.h>\n#include <ctype.h>\nint main(void){FILE*i=fopen(\"in.txt\",\"r\"),*o=fopen(\"up.txt\",\"w\");int c;while((c=fgetc(i))!=EOF)fputc(toupper(c),o);fclose(o);return 0;}"),
         ]:
-            result = await run_code(session, runtime=runtime, code=code, timeout_seconds=60,
+            result = await run_code(session, runtime=runtime, code=code, timeout_seconds=40,
                                     files=[{"path": "in.txt", "content": "hello"}])
             content = result.structured_content
             assert content["status"] == "completed" and content["exit_code"] == 0, (runtime, content)

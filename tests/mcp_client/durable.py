@@ -18,7 +18,7 @@ import time
 import anyio
 import httpx2
 
-from harness import (HttpServer, check_tool_error, http_session, main, run_code,
+from harness import (HttpServer, check_tool_error, http_session, main, peak_rss, run_code,
                      stdio_session, text_of)
 
 TRANSPORT = sys.argv[1] if len(sys.argv) > 2 else "stdio"
@@ -70,6 +70,15 @@ STATEFUL = {
 
 def store_args(*extra):
     return ["--session-store", STORE, *extra]
+
+
+async def until_stored(sid):
+    """Waits (at most 10 s) until session `sid` is in the store."""
+    for _ in range(100):
+        if os.path.exists(os.path.join(STORE, sid + ".session")):
+            return
+        await anyio.sleep(0.1)
+    raise AssertionError(f"{sid} was never stored: {os.listdir(STORE)}")
 
 
 async def create(session, runtime):
@@ -182,11 +191,7 @@ async def kill9():
         sid = await create(s, "python")
         await ok(s, session_id=sid, code="x = 1")
         # Idle long enough to be stored; the next call resumes it in this process.
-        for _ in range(100):
-            if os.path.exists(os.path.join(STORE, sid + ".session")):
-                break
-            await anyio.sleep(0.1)
-        assert os.path.exists(os.path.join(STORE, sid + ".session")), os.listdir(STORE)
+        await until_stored(sid)
         await anyio.sleep(0.3)
         await ok(s, session_id=sid, code="x = 2\nprint(x)")
     first.proc.send_signal(signal.SIGKILL)
@@ -224,11 +229,7 @@ async def held_by_one():
         async with http_session(first.url) as a, http_session(second.url) as b:
             sid = await create(a, "python")
             await ok(a, session_id=sid, code="import time\ntime.sleep(3)\nx = 0")
-            for _ in range(100):
-                if os.path.exists(os.path.join(STORE, sid + ".session")):
-                    break
-                await anyio.sleep(0.1)
-            assert os.path.exists(os.path.join(STORE, sid + ".session")), os.listdir(STORE)
+            await until_stored(sid)
             await anyio.sleep(0.5)
             counted, refusals = 0, 0
             end = time.monotonic() + 60
@@ -282,14 +283,6 @@ async def resumes_at_once():
             out = await ok(s, session_id=sids[i], code="print(v)")
             assert out["stdout"] == f"{i}\n", out
     print("four resumes at once: all four resumed")
-
-
-def peak_rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
 
 
 async def big_resumes_within_budget():

@@ -13,22 +13,14 @@ import time
 import anyio
 import httpx2
 
-from harness import RUNBOX, HttpServer, http_session, main, run_code, server_env, stdio_session
+from harness import (RUNBOX, HttpServer, http_session, main, peak_rss, run_code, server_env,
+                     stdio_session)
 
 MIB = 1 << 20
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {}}
 HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
            "Mcp-Method": "tools/call", "Mcp-Name": "run_code"}
-
-
-def peak_rss(pid):
-    """The process's peak resident memory in bytes (VmHWM)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
 
 
 def sockets(pid):
@@ -60,7 +52,7 @@ def hundred_files_message(id_):
             "print(len(names), sum(os.path.getsize(f) for f in names))")
     return json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {
         "name": "run_code", "arguments": {"runtime": "python", "code": code, "files": files,
-                                          "timeout_seconds": 60}, "_meta": MODERN}})
+                                          "timeout_seconds": 40}, "_meta": MODERN}})
 
 
 async def wide_messages_over_stdio():
@@ -133,7 +125,7 @@ async def rendering_stays_in_the_budget():
         async with http_session(server.url) as session:
             async def one():
                 results.append(await run_code(session, runtime="python", code=code,
-                                              timeout_seconds=60))
+                                              timeout_seconds=40))
             async with anyio.create_task_group() as tg:
                 for _ in range(8):
                     tg.start_soon(one)
@@ -221,7 +213,7 @@ async def twenty_thousand_files_are_answered_in_time():
     calls made meanwhile are answered at once."""
     code = ("import os\nfor i in range(20000):\n    open(f'f{i:05}.txt', 'w').close()\n"
             "print('wrote')")
-    with HttpServer() as server:
+    with HttpServer("--scratch-files", "30000") as server:
         async with http_session(server.url) as session, http_session(server.url) as other:
             slowest_list = 0.0
             done = anyio.Event()

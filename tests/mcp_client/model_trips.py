@@ -10,11 +10,22 @@ writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
 - runno_shapes: `encoding: "text"` is taken as utf-8; a capped `timeout_seconds` is said;
   no input-schema description holds a stray line break.
 - links_and_resources: a result with links says resources/list does not show them.
+- tasks_by_revision: a handshake-era client that lists the tasks extension gets a plain
+  result; a 2026-07-28 client that claims task results gets a task and polls it.
 """
 
 import json
+from typing import Literal
 
-from harness import check_tool_error, main, run_code, stdio_session, text_of
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim, advertise
+from mcp_types import CallToolResult, Request, RequestParams, Result
+from pydantic import ConfigDict
+
+from harness import RUNBOX, check_tool_error, main, run_code, server_env, stdio_session, text_of
+
+TASKS = "io.modelcontextprotocol/tasks"
 
 
 def out_of(result):
@@ -152,8 +163,63 @@ async def links_and_resources():
         assert len(read.contents[0].text) == 100001
 
 
+class TaskHandle(Result):
+    """A 2026-07-28 task answer: {resultType: "task", taskId, status, ...}."""
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+class TaskIdParams(RequestParams):
+    task_id: str
+
+
+class TasksGet(Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskIdParams
+    name_param = "taskId"
+
+
+class AnyResult(Result):
+    model_config = ConfigDict(extra="allow")
+
+
+async def poll(handle, ctx: ClaimContext) -> CallToolResult:
+    while True:
+        await anyio.sleep((handle.poll_interval_ms or 1000) / 1000)
+        got = await ctx.session.send_request(
+            TasksGet(params=TaskIdParams(task_id=handle.task_id)), AnyResult)
+        extra = got.model_extra or {}
+        if extra.get("status") == "completed":
+            return CallToolResult.model_validate(extra["result"])
+        assert extra.get("status") == "working", extra
+
+
+class ClaimsTasks(ClientExtension):
+    """The tasks extension as an SDK user adds it: task answers are polled to the end."""
+    identifier = TASKS
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=poll)]
+
+
+async def tasks_by_revision():
+    params = StdioServerParameters(command=RUNBOX, args=["mcp", "--quiet", "--runtimes", "python"],
+                                   env=server_env())
+    arguments = {"runtime": "python", "timeout_seconds": 30,
+                 "code": "import time\ntime.sleep(7)\nprint('slept 7')"}
+    for mode, extensions in [("legacy", [advertise(TASKS)]), ("auto", [ClaimsTasks()])]:
+        async with Client(params, mode=mode, extensions=extensions) as client:
+            result = await client.call_tool("run_code", arguments)
+            assert not result.is_error, text_of(result)
+            assert result.structured_content["stdout"] == "slept 7\n", result
+            print(f"{mode}: {client.session.protocol_version} got its result")
+
+
 if __name__ == "__main__":
     main({"sqlite_modes": sqlite_modes, "compile_budget": compile_budget,
           "numpy_integers": numpy_integers, "asyncio": asyncio_loop,
           "cpp_exceptions": cpp_exceptions, "runno_shapes": runno_shapes,
-          "links_and_resources": links_and_resources})
+          "links_and_resources": links_and_resources, "tasks_by_revision": tasks_by_revision})

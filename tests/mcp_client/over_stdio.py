@@ -101,7 +101,7 @@ async def schemas():
         create = tools["create_session"]
         assert create.input_schema["required"] == ["runtime"], create.input_schema
         assert create.input_schema["properties"]["runtime"]["enum"] == RUNTIMES
-        assert set(create.output_schema["required"]) == {
+        assert set(create.output_schema["properties"]) == {
             "session_id", "runtime", "idle_timeout_seconds", "session_state"}
         close = tools["close_session"]
         assert close.input_schema["required"] == ["session_id"], close.input_schema

@@ -118,13 +118,13 @@ async def files_carry_over():
         listing = await session.call_tool("list_runtimes", {})
         clang = next(r for r in listing.structured_content["runtimes"] if r["name"] == "clang")
         assert clang["session_state"] is False, clang
-        result = await in_session(session, sid, timeout_seconds=60, code=(
+        result = await in_session(session, sid, timeout_seconds=40, code=(
             "#include <stdio.h>\nint main(void) { FILE *f = fopen(\"count.txt\", \"w\");"
             " fprintf(f, \"7\"); fclose(f); puts(\"wrote\"); return 0; }"))
         content = result.structured_content
         check_run(result, in_session_completed("wrote\n", sid, **{}) | {"files": content["files"]})
         assert [f["path"] for f in content["files"]] == ["count.txt"], content["files"]
-        result = await in_session(session, sid, timeout_seconds=60, code=(
+        result = await in_session(session, sid, timeout_seconds=40, code=(
             "#include <stdio.h>\nint main(void) { int n = 0; FILE *f = fopen(\"count.txt\", \"r\");"
             " fscanf(f, \"%d\", &n); printf(\"%d\\n\", n * 6); return 0; }"))
         # count.txt was left as it was: not listed again.
@@ -144,11 +144,11 @@ async def files_carry_over_in_every_runtime_that_runs_anew():
              " std::ifstream(\"n.txt\") >> n; std::cout << n * 6 << \"\\n\"; }"),
         ]:
             sid = await create(session, runtime)
-            result = await in_session(session, sid, write, timeout_seconds=60)
+            result = await in_session(session, sid, write, timeout_seconds=40)
             content = result.structured_content
             assert content["stdout"] == "wrote\n" and content["exit_code"] == 0, content
             assert [f["path"] for f in content["files"]] == ["n.txt"], content
-            result = await in_session(session, sid, read, timeout_seconds=60)
+            result = await in_session(session, sid, read, timeout_seconds=40)
             check_run(result, in_session_completed("42\n", sid))
             await session.call_tool("close_session", {"session_id": sid})
 

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use runbox::service::LimitSettings;
 
-/// `--memory-mb`, `--output-bytes` and `--compile-timeout`.
+/// `--memory-mb`, `--output-bytes`, `--compile-timeout` and the scratch caps.
 #[derive(Debug, Clone, Args)]
 pub struct LimitArgs {
     /// Memory limit of one run in MiB, shared by everything the run starts.
@@ -23,6 +23,16 @@ pub struct LimitArgs {
     #[arg(long, env = "RUNBOX_COMPILE_TIMEOUT", value_name = "SECS",
           default_value_t = LimitSettings::default().compile_timeout.as_secs_f64())]
     pub compile_timeout: f64,
+    /// File data one run (or a session, for its whole life) may keep in its scratch
+    /// directory, in MiB; past it the program's writes fail with ENOSPC.
+    #[arg(long, env = "RUNBOX_SCRATCH_MB", value_name = "N",
+          default_value_t = LimitSettings::default().scratch_bytes >> 20)]
+    pub scratch_mb: u64,
+    /// Files, directories and links one run (or a session) may create in its scratch
+    /// directory.
+    #[arg(long, env = "RUNBOX_SCRATCH_FILES", value_name = "N",
+          default_value_t = LimitSettings::default().scratch_files)]
+    pub scratch_files: u64,
 }
 
 impl Default for LimitArgs {
@@ -32,6 +42,8 @@ impl Default for LimitArgs {
             memory_mb: limits.memory_bytes >> 20,
             output_bytes: limits.output_bytes,
             compile_timeout: limits.compile_timeout.as_secs_f64(),
+            scratch_mb: limits.scratch_bytes >> 20,
+            scratch_files: limits.scratch_files,
         }
     }
 }
@@ -46,13 +58,21 @@ impl LimitArgs {
         if self.output_bytes == 0 {
             bail!("--output-bytes must be at least 1");
         }
+        if !(1..=1 << 30).contains(&self.scratch_files) {
+            bail!(
+                "--scratch-files must be between 1 and {}, not {}",
+                1u64 << 30,
+                self.scratch_files
+            );
+        }
         Ok(LimitSettings {
             default_timeout,
             max_timeout,
             memory_bytes: memory_bytes("--memory-mb", self.memory_mb)?,
             output_bytes: self.output_bytes,
             compile_timeout: seconds("--compile-timeout", self.compile_timeout)?,
-            ..LimitSettings::default()
+            scratch_bytes: memory_bytes("--scratch-mb", self.scratch_mb)?,
+            scratch_files: self.scratch_files,
         })
     }
 }

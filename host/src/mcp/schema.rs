@@ -475,14 +475,24 @@ pub fn for_the_wire(schema: &JsonObject, output: bool) -> Arc<JsonObject> {
     Arc::new(schema)
 }
 
-/// `schema`'s `type`, `required` and properties, each property only its `type` (an
-/// object where it was a `$ref`) and its `enum`.
+/// `run_code`'s output schema as tools/list sends it: top-level only, with `required`,
+/// since a client reads its result field by field (the other tools' fields are always
+/// there too, unlisted).
+pub fn run_code_output_on_the_wire() -> Arc<JsonObject> {
+    let full = run_code_output_schema();
+    let mut wire = for_the_wire(&full, true).as_ref().clone();
+    if let Some(required) = full.get("required") {
+        wire.insert("required".into(), required.clone());
+    }
+    Arc::new(wire)
+}
+
+/// `schema`'s `type` and properties, each property only its `type` (an object where it
+/// was a `$ref`) and its `enum`.
 fn top_level_only(schema: &JsonObject) -> JsonObject {
     let mut out = JsonObject::new();
-    for key in ["type", "required"] {
-        if let Some(value) = schema.get(key) {
-            out.insert(key.into(), value.clone());
-        }
+    if let Some(kind) = schema.get("type") {
+        out.insert("type".into(), kind.clone());
     }
     let properties: JsonObject = schema
         .get("properties")
@@ -704,14 +714,10 @@ mod tests {
         let wire = Value::Object(for_the_wire(&full, true).as_ref().clone());
         assert_eq!(
             wire,
-            json!({"type": "object", "required": ["runtimes", "limits"], "properties": {
+            json!({"type": "object", "properties": {
                 "runtimes": {"type": "array"}, "limits": {"type": "object"}}})
         );
-        let run = Value::Object(
-            for_the_wire(&run_code_output_schema(), true)
-                .as_ref()
-                .clone(),
-        );
+        let run = Value::Object(run_code_output_on_the_wire().as_ref().clone());
         assert_eq!(
             run["properties"]["status"]["enum"],
             json!(["completed", "crashed", "terminated", "timeout"])
@@ -720,6 +726,7 @@ mod tests {
             run["properties"]["exit_code"]["type"],
             json!(["integer", "null"])
         );
+        assert_eq!(run["required"].as_array().map(Vec::len), Some(11));
         assert!(!run.to_string().contains("description"), "{run}");
         // Input schemas keep their descriptions, lose only `$schema`.
         let input = for_the_wire(&run_code_base_input_schema(), false);

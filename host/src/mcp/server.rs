@@ -92,6 +92,9 @@ impl RunboxServer {
                 route.attr.output_schema = Some(schema::for_the_wire(output, true));
             }
         }
+        if let Some(route) = tool_router.map.get_mut("run_code") {
+            route.attr.output_schema = Some(schema::run_code_output_on_the_wire());
+        }
         let kept = Retained::new(
             settings.retained_bytes,
             settings.resource_ttl,
@@ -168,13 +171,9 @@ impl RunboxServer {
         name = "run_code",
         input_schema = schema::run_code_base_input_schema(),
         output_schema = schema::run_code_output_schema(),
-        annotations(
-            title = "Run code",
-            read_only_hint = true,
-            destructive_hint = false,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
+        // Hints at their defaults (not idempotent; destructive unless read-only; open
+        // world) are left out: tools/list carries only what differs from them.
+        annotations(title = "Run code", read_only_hint = true, open_world_hint = false)
     )]
     async fn run_code(
         &self,
@@ -326,7 +325,6 @@ impl RunboxServer {
         annotations(
             title = "List runtimes",
             read_only_hint = true,
-            destructive_hint = false,
             idempotent_hint = true,
             open_world_hint = false
         )
@@ -350,9 +348,7 @@ impl RunboxServer {
         output_schema = schema::create_session_output_schema(),
         annotations(
             title = "Create a session",
-            read_only_hint = false,
             destructive_hint = false,
-            idempotent_hint = false,
             open_world_hint = false
         )
     )]
@@ -396,17 +392,11 @@ impl RunboxServer {
     /// End a session.
     #[tool(
         name = "close_session",
-        description = "End a session made by create_session: its interpreter and its files are \
-                       removed. Later calls with its session_id are refused.",
+        description = "End a session: its interpreter and files are removed; later calls \
+                       with its session_id are refused.",
         input_schema = schema::close_session_input_schema(),
         output_schema = schema::close_session_output_schema(),
-        annotations(
-            title = "Close a session",
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = false
-        )
+        annotations(title = "Close a session", open_world_hint = false)
     )]
     async fn close_session(&self, Parameters(arguments): Parameters<JsonObject>) -> CallToolResult {
         let session_id = match check_close_session(arguments) {
@@ -566,10 +556,9 @@ pub fn create_session_description(
         .map(|r| r.name.as_str())
         .collect();
     format!(
-        "Start a session for multi-step work; pass its session_id to run_code. Variables, \
-         functions and imports carry over in {}; files in every runtime. A call that times \
-         out or crashes resets the interpreter (files stay). Ends with close_session or \
-         after {} s idle; at most {} open.",
+        "Start a session; pass its session_id to run_code. State carries over in {}; files \
+         in all. A timeout or crash resets the interpreter, not the files. Ends with \
+         close_session or after {} s idle; at most {} open.",
         if keeping.is_empty() {
             "no runtime".to_string()
         } else {
@@ -630,7 +619,7 @@ mod tests {
         }
         let text = create_session_description(&[python()], 600.0, 16);
         assert!(
-            text.contains("carry over in python;") && text.contains("600 s"),
+            text.contains("carries over in python;") && text.contains("600 s"),
             "{text}"
         );
     }

@@ -170,6 +170,14 @@ impl Reservation {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// Gives back what is held past `bytes` (what it paid for got smaller).
+    pub fn shrink_to(&mut self, bytes: usize) {
+        if bytes < self.bytes {
+            self.budget.give_back(self.bytes - bytes);
+            self.bytes = bytes;
+        }
+    }
 }
 
 /// A reservation shared by what it pays for (a file's bytes read for a result, a call's

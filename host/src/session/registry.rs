@@ -205,9 +205,10 @@ impl Sessions {
     /// The stored session `id`, if the store holds it (checked, not yet resumed), with
     /// the lock that keeps anyone else from storing or resuming it meanwhile. `None`
     /// when there is no store or no such entry.
-    /// Reading it (and the replay after) is charged to the server's memory budget, at
-    /// twice the entry's size on disk (its bytes, then what is decoded from them), and
-    /// runs on a blocking thread, off the async workers.
+    /// Reading it is charged to the server's memory budget at twice the entry's size on
+    /// disk (its bytes, then what is decoded from them), the replay after it at once the
+    /// size (the decoded entry); the reading runs on a blocking thread, off the async
+    /// workers.
     pub async fn stored_entry(&self, id: &str) -> Result<Option<Resumable>, SessionError> {
         let Some(durability) = &self.0.durability else {
             return Ok(None);
@@ -239,6 +240,10 @@ impl Sessions {
                 id: id.to_string(),
                 why: e.to_string(),
             })??;
+        // The entry's bytes are gone once decoded: what stays held is the decoded entry,
+        // and the replay's own runs draw from the budget beside it.
+        let mut charge = charge;
+        charge.shrink_to(needed / 2);
         Ok(read.map(|entry| Resumable {
             entry,
             gate,
@@ -457,7 +462,8 @@ impl Inner {
             Some(charge) => Some(charge),
             None if stopping => None,
             None => {
-                tracing::info!(
+                // The reaper tries again at its next tick.
+                tracing::debug!(
                     session = id,
                     "not stored now: the server's memory budget is in use"
                 );
