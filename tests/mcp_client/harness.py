@@ -116,7 +116,7 @@ PROGRAMS = {
         "abc\n",
     ),
     "sqlite": (
-        ".mode csv\n.import /dev/stdin t\nselect 'out ' || upper(w) from t;\n"
+        ".mode csv\n.import /dev/stdin t\n.mode list\nselect 'out ' || upper(w) from t;\n"
         "with recursive c(i) as (select 0 union all select i + 1 from c where i < 9) "
         "select sum(i) from c;",
         "w\nabc\n",
