@@ -46,6 +46,9 @@ pub struct RunOutcome {
     /// An output cap cut the output.
     pub truncated: bool,
     pub duration: Duration,
+    /// What of `duration` build steps took (compiling, linking: see
+    /// `process.spawn-build`), which the program's time limit does not count.
+    pub build_time: Duration,
     /// The output as written, bytes unchanged, with the order of the writes. Kept once:
     /// the text views below are made from it when asked for.
     pub output: CapturedOutput,
@@ -93,6 +96,7 @@ impl std::fmt::Debug for RunOutcome {
             .field("error", &self.error)
             .field("truncated", &self.truncated)
             .field("duration", &self.duration)
+            .field("build_time", &self.build_time)
             .field("stdout", &format_args!("{}", preview(&self.stdout())))
             .field("stderr", &format_args!("{}", preview(&self.stderr())))
             .field("tty", &format_args!("{}", preview(&self.tty())))
@@ -112,6 +116,7 @@ mod tests {
             error: Some("output limit".into()),
             truncated: true,
             duration: Duration::from_millis(5),
+            build_time: Duration::ZERO,
             output: CapturedOutput {
                 stdout: vec![b'x'; 1 << 20],
                 segments: vec![(crate::sandbox::output::Channel::Stdout, 1 << 20)],

@@ -56,6 +56,8 @@ pub struct CallEnd {
     pub cancelled: bool,
     /// The build budget, when a build step ran past it (the timeout was the build's).
     pub build_overran: Option<Duration>,
+    /// What the build steps took.
+    pub build_time: Duration,
 }
 
 /// Runs `work(sandbox, state)` on a thread of its own as `setup` says. `work` hands
@@ -131,6 +133,7 @@ where
                 files,
                 cancelled,
                 build_overran: call_clock.build_overran(),
+                build_time: call_clock.build_time(),
             })
         })
     };
@@ -154,12 +157,14 @@ where
             files: Vec::new(),
             cancelled: true,
             build_overran: None,
+            build_time: call_clock.build_time(),
         }),
         None => Ok(CallEnd {
             ended: Ended::Deadline,
             files: Vec::new(),
             cancelled: false,
             build_overran: call_clock.build_overran(),
+            build_time: call_clock.build_time(),
         }),
     }
 }

@@ -286,6 +286,7 @@ impl Runner {
             end.cancelled,
         );
         outcome.files = end.files;
+        outcome.build_time = end.build_time;
         if let Some(ticket) = ticket {
             outcome.held = ticket.into_held();
         }

@@ -121,6 +121,15 @@ impl CallClock {
         }
     }
 
+    /// What the call's build steps have taken so far.
+    pub fn build_time(&self) -> Duration {
+        let state = self.state();
+        let running = state
+            .building
+            .map_or(Duration::ZERO, |(since, _)| since.elapsed());
+        (state.build_budget - state.build_left + running).min(state.build_budget)
+    }
+
     /// The build budget, when a build step ran into it (the call then ended there).
     pub fn build_overran(&self) -> Option<Duration> {
         let state = self.state();
@@ -237,6 +246,7 @@ mod tests {
         );
         assert!(clock.deadline() >= start + Duration::from_millis(250));
         assert_eq!(clock.build_overran(), None);
+        assert!(clock.build_time() >= Duration::from_millis(150));
         clock.reached().await;
         let waited = start.elapsed();
         assert!(waited >= Duration::from_millis(250), "{waited:?}");
