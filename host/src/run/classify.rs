@@ -91,6 +91,8 @@ pub fn classify(
         error,
         truncated: output.truncated,
         duration,
+        // The caller knows it (the call's clock): see `Runner::call`.
+        build_time: Duration::ZERO,
         output,
         files: Vec::new(),
         memory_refused: run.memory.was_exceeded() || run.memory.parent_was_exceeded(),
