@@ -124,7 +124,7 @@ async fn a_forged_entry_past_the_scratch_caps_is_refused() {
     let refused = runbox
         .run(call("console.log(kept)"), CancellationToken::new())
         .await;
-    let message = refused.err().expect("refused").to_string();
+    let message = refused.expect_err("refused").to_string();
     assert!(message.contains("more than the scratch caps"), "{message}");
     // Nothing of it was written: the scratch root holds no forged file.
     let forged = walk_count(runbox.scratch_root(), "forged-");

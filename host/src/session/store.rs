@@ -162,7 +162,7 @@ impl SessionStore {
     /// The size on disk of `id`'s entry, if there is one.
     pub fn entry_len(&self, id: &str) -> Option<u64> {
         let meta = std::fs::metadata(self.path(id, ENTRY_SUFFIX)?).ok()?;
-        meta.is_file().then(|| meta.len())
+        meta.is_file().then_some(meta.len())
     }
 
     /// The ids of the entries present.
