@@ -11,12 +11,10 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{median, ms};
 use runbox::manifest::Manifest;
-use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use runbox::session::store::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
@@ -47,15 +45,7 @@ fn main() {
         session_hibernate_after: Duration::from_secs(3600),
         ..RunboxOptions::default()
     };
-    let runbox = Arc::new(
-        Runbox::load(
-            &Manifest::builtin().expect("built-in plugins.toml"),
-            &Cache::at(common::cache_dir()),
-            options,
-            &Progress::stderr(),
-        )
-        .expect("load the runtimes"),
-    );
+    let runbox = common::load_with(Manifest::builtin().expect("built-in plugins.toml"), options);
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     rt.block_on(async {
         let id = session(&runbox, "python").await;

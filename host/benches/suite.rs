@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 use common::mcp::McpServer;
 use common::{ms, stats, Stats};
 use runbox::manifest::Manifest;
-use runbox::plugin::artifact::{Cache, Progress};
-use runbox::service::{RunRequest, Runbox, RunboxOptions};
-use tokio_util::sync::CancellationToken;
+use runbox::service::{Runbox, RunboxOptions};
 
 /// Hello world in every runtime, with its expected output.
 const HELLO: &[(&str, &str)] = &[
@@ -156,38 +154,13 @@ fn load(only: &[&str]) -> Arc<Runbox> {
 fn load_from(manifest: Manifest, only: &[&str]) -> Arc<Runbox> {
     let options = RunboxOptions {
         only: only.iter().map(|s| s.to_string()).collect(),
-        compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
         ..RunboxOptions::default()
     };
-    Arc::new(
-        Runbox::load(
-            &manifest,
-            &Cache::at(common::cache_dir()),
-            options,
-            &Progress::stderr(),
-        )
-        .expect("load the runtimes"),
-    )
+    common::load_with(manifest, options)
 }
 
 async fn run_in_process(runbox: &Runbox, runtime: &str, code: &str, expected: &str) {
-    let outcome = runbox
-        .run(
-            RunRequest {
-                runtime: runtime.into(),
-                code: code.into(),
-                limits: runbox::service::LimitOverrides {
-                    timeout: Some(Duration::from_secs(60)),
-                    memory_bytes: None,
-                    max_timeout: None,
-                },
-                ..RunRequest::default()
-            },
-            CancellationToken::new(),
-        )
-        .await
-        .expect("run");
-    assert_eq!(outcome.stdout(), expected, "{runtime}: {outcome:?}");
+    common::run_expecting(runbox, runtime, code, expected).await;
 }
 
 fn rounds_for(runtime: &str, rounds: usize) -> usize {

@@ -22,4 +22,5 @@ pub mod sandbox;
 pub mod scratch;
 pub mod service;
 pub mod session;
+pub mod upstream;
 pub mod wit;

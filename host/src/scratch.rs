@@ -71,11 +71,24 @@ impl ScratchRoot {
             .to_string();
         let dir = base.join(format!("{PROCESS_DIR_PREFIX}{unique}"));
         fs::rename(&staging, &dir).map_err(err(&dir))?;
-        Ok(ScratchRoot { dir, _lock: lock })
+        let root = ScratchRoot { dir, _lock: lock };
+        let empty = root.empty_dir();
+        fs::DirBuilder::new()
+            .mode(0o500)
+            .create(&empty)
+            .map_err(err(&empty))?;
+        Ok(root)
     }
 
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// An empty directory, shown read-only at `/tools` to runs of a server without
+    /// upstream tools: every run has the same preopened directories, so that a snapshot
+    /// taken once (which keeps the list it saw) fits every run.
+    pub fn empty_dir(&self) -> PathBuf {
+        self.dir.join("empty")
     }
 
     /// The path of a new run's scratch directory (not created yet: see [`RunDir`]).

@@ -129,6 +129,8 @@ pub struct RunboxOptions {
     pub session_store: Option<StoreSettings>,
     /// An idle session hibernates after this long (with a session store).
     pub session_hibernate_after: Duration,
+    /// Code mode: the upstream servers whose tools programs may call (`--tools-config`).
+    pub gateway: Option<Arc<crate::upstream::Gateway>>,
 }
 
 impl Default for RunboxOptions {
@@ -150,6 +152,7 @@ impl Default for RunboxOptions {
             replica: Replica::default(),
             session_store: None,
             session_hibernate_after: DEFAULT_HIBERNATE_AFTER,
+            gateway: None,
         }
     }
 }
@@ -301,6 +304,7 @@ impl Runbox {
             resources_per_store,
             prestarts: Default::default(),
             metrics: Default::default(),
+            gateway: options.gateway.clone(),
         };
         let durability = match options.session_store {
             Some(settings) => {
@@ -384,6 +388,11 @@ impl Runbox {
     /// The runs finished, for /metrics.
     pub fn run_metrics(&self) -> &crate::metrics::RunMetrics {
         &self.runner.metrics
+    }
+
+    /// Code mode's upstream servers, when `--tools-config` named any.
+    pub fn gateway(&self) -> Option<&Arc<crate::upstream::Gateway>> {
+        self.runner.gateway.as_ref()
     }
 
     pub fn preparation_failure(&self, runtime: &str) -> Option<String> {

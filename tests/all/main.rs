@@ -15,6 +15,7 @@
 //! - [`durable`]: sessions kept in a session store across restarts and replicas.
 //! - [`packages`]: pure-Python packages an operator adds to python.
 //! - [`languages`]: `typescript`, `shell` and `prolog`, as issue 23 states them.
+//! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -23,6 +24,7 @@ mod common;
 mod adapters;
 mod adversarial;
 mod cli;
+mod code_mode;
 mod compile_limits;
 mod compiled;
 mod conformance;

@@ -102,7 +102,7 @@ fn sdk_node_prefix() -> PathBuf {
 /// `target/NAME` with `packages` in its `node_modules`, installed with npm once (a marker
 /// names what was installed) under a lock, so that test binaries running at once do not
 /// race.
-fn npm_prefix(name: &str, packages: &[&str]) -> PathBuf {
+pub(crate) fn npm_prefix(name: &str, packages: &[&str]) -> PathBuf {
     let target = target_dir();
     std::fs::create_dir_all(&target).unwrap();
     let prefix = target.join(name);

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -67,6 +67,7 @@ const PRELUDE: (&str, &str) = ("runbox:prelude.js", include_str!("prelude.js"));
 const PARTS: &[(&str, &str, &str)] = &[
     ("inspect", "runbox:inspect.js", include_str!("inspect.js")),
     ("node", "runbox:node.js", include_str!("node.js")),
+    ("tools", "runbox:tools.js", include_str!("tools.js")),
 ];
 
 /// How deep JavaScript calls may nest. Boa's default (512) stops ordinary recursive
@@ -140,6 +141,7 @@ impl Interpreter {
             rejected: RefCell::new(Vec::new()),
             queue: RefCell::new(Queue::default()),
             started: std::time::Instant::now(),
+            tools_dir: RefCell::new(PathBuf::from(runbox_adapter_support::tools::DIR)),
         });
         let modules = Rc::new(Modules::default());
         let mut context = Context::builder()
@@ -246,6 +248,12 @@ impl Interpreter {
         }
     }
 
+    /// Points the tools of code mode (`runbox:tools`) at `dir` instead of `/tools`.
+    #[cfg(test)]
+    pub fn set_tools_dir(&mut self, dir: &Path) {
+        *self.host.tools_dir.borrow_mut() = dir.to_path_buf();
+    }
+
     /// Writes what an uncaught exception or an unhandled rejection says to stderr.
     fn report(&mut self, stop: Stop) {
         let text = self.describe(stop);
@@ -336,6 +344,9 @@ struct Host {
     rejected: RefCell<Vec<JsObject>>,
     queue: RefCell<Queue>,
     started: std::time::Instant,
+    /// Where `tools.json` and the device `call` are: `/tools`, another directory only in
+    /// the tests.
+    tools_dir: RefCell<PathBuf>,
 }
 
 #[derive(Default)]
@@ -593,6 +604,8 @@ fn natives(context: &mut Context) -> JsObject {
         ("stat", 1, native_stat),
         ("encodeUtf8", 1, native_encode_utf8),
         ("decodeUtf8", 3, native_decode_utf8),
+        ("toolCall", 1, native_tool_call),
+        ("toolsManifest", 0, native_tools_manifest),
     ] {
         natives.function(
             NativeFunction::from_fn_ptr(function),
@@ -708,6 +721,24 @@ pub(crate) fn decode_utf8(bytes: &[u8], fatal: bool, ignore_bom: bool) -> Option
     } else {
         Some(String::from_utf8_lossy(bytes).into_owned())
     }
+}
+
+/// `toolCall(request)`: one call through the device of code mode's tools (`/tools/call`):
+/// the request's JSON text in, the answer's out (an `unavailable` answer without a device).
+fn native_tool_call(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let request = string_arg(args, 0, context)?;
+    let dir = Host::from_context(context).tools_dir.borrow().clone();
+    let answer = runbox_adapter_support::tools::call(&dir, request.as_bytes());
+    Ok(JsString::from(answer.as_str()).into())
+}
+
+/// `toolsManifest()`: the text of `/tools/tools.json`, or `null` when there is none.
+fn native_tools_manifest(_: &JsValue, _: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let dir = Host::from_context(context).tools_dir.borrow().clone();
+    Ok(match runbox_adapter_support::tools::manifest(&dir) {
+        Some(text) => JsString::from(text.as_str()).into(),
+        None => JsValue::null(),
+    })
 }
 
 /// `exit(code)`: records the code and unwinds with an error no `catch` can stop.

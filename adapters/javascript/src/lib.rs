@@ -9,9 +9,10 @@
 //! `console` (formatted like Node.js's), `readStdin()`, `exit(code)`, `process` (`argv`,
 //! `exit`, `exitCode`, `stdin`, `stdout`, `stderr`), `require()` for `fs`, `readline`,
 //! `util` and `events`, `Buffer`, timers, `TextEncoder`/`TextDecoder`, `structuredClone`,
-//! `atob`/`btoa`, and QuickJS's `std.in.readAsString()`/`std.exit()`. They are written in
-//! JavaScript: `src/prelude.js` in every interpreter, `src/inspect.js` and `src/node.js`
-//! loaded when a program first uses them (Boa parses slowly; a run should not pay for
+//! `atob`/`btoa`, QuickJS's `std.in.readAsString()`/`std.exit()`, and the module
+//! `runbox:tools` (the tools of code mode, through the device `/tools/call`). They are
+//! written in JavaScript: `src/prelude.js` in every interpreter, `src/inspect.js`,
+//! `src/node.js` and `src/tools.js` loaded when a program first uses them (Boa parses slowly; a run should not pay for
 //! what it does not use). A program that is not a script but a module (`import`,
 //! `export`, top-level `await`) runs as a module.
 //!
@@ -31,6 +32,9 @@ mod tests;
 
 #[cfg(test)]
 mod typescript_tests;
+
+#[cfg(test)]
+mod tools_tests;
 
 #[cfg(target_arch = "wasm32")]
 mod guest;

@@ -3,6 +3,9 @@
 //! - the Node.js modules `require()` knows (`fs`, `node:fs`, `readline`, `util`, …), as a
 //!   module whose default export is `require(name)` and whose named exports are its
 //!   properties (Node.js's CommonJS interop);
+//! - `runbox:tools`, the tools of code mode (`tools.js`): a module whose named exports are
+//!   the servers of `/tools/tools.json`, `callTool` and `ToolError`, and whose default
+//!   export holds the servers;
 //! - files of the working directory by relative or absolute path (`./util.js`,
 //!   `./types.ts`), TypeScript ones transpiled; `./util` finds `util.ts` or `util.js`, and
 //!   `./util.js` finds `util.ts` when only that exists, as TypeScript resolves them.
@@ -27,12 +30,15 @@ use crate::typescript;
 pub struct Modules {
     /// The files loaded in this run, by normalized path.
     files: RefCell<HashMap<PathBuf, Module>>,
+    /// `runbox:tools` as this run made it (its servers are those of the run's tools.json).
+    tools: RefCell<Option<Module>>,
 }
 
 impl Modules {
     /// Forgets the files loaded, at the start of a run.
     pub fn forget_files(&self) {
         self.files.borrow_mut().clear();
+        self.tools.borrow_mut().take();
     }
 
     fn load_file(&self, path: PathBuf, context: &mut Context) -> JsResult<Module> {
@@ -77,8 +83,28 @@ impl ModuleLoader for Modules {
             let path = resolve(base.unwrap_or(Path::new("")), &specifier);
             return self.load_file(path, context);
         }
-        node_module(request.specifier(), context)
+        if specifier == TOOLS {
+            if let Some(module) = self.tools.borrow().as_ref() {
+                return Ok(module.clone());
+            }
+            let module = required_module(request.specifier(), Interop::EsModule, context)?;
+            *self.tools.borrow_mut() = Some(module.clone());
+            return Ok(module);
+        }
+        required_module(request.specifier(), Interop::CommonJs, context)
     }
+}
+
+/// The specifier of the tools of code mode.
+const TOOLS: &str = "runbox:tools";
+
+/// What the default export of a module made from `require()`'s value is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Interop {
+    /// The value itself (Node.js's CommonJS interop).
+    CommonJs,
+    /// Its `default` property: the value is a module namespace (`runbox:tools`).
+    EsModule,
 }
 
 /// Whether `specifier` names a file rather than a package.
@@ -117,8 +143,12 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// `require(specifier)` as a module.
-fn node_module(specifier: &JsString, context: &mut Context) -> JsResult<Module> {
+/// `require(specifier)` as a module: the value's own properties are its named exports.
+fn required_module(
+    specifier: &JsString,
+    interop: Interop,
+    context: &mut Context,
+) -> JsResult<Module> {
     let require = context
         .global_object()
         .get(js_string!("require"), context)?;
@@ -140,8 +170,12 @@ fn node_module(specifier: &JsString, context: &mut Context) -> JsResult<Module> 
     Ok(Module::synthetic(
         &names,
         SyntheticModuleInitializer::from_copy_closure_with_captures(
-            |module, (value, names), context| {
-                module.set_export(&js_string!("default"), value.clone())?;
+            |module, (value, names, es_module), context| {
+                let default = match value.as_object() {
+                    Some(object) if *es_module => object.get(js_string!("default"), context)?,
+                    _ => value.clone(),
+                };
+                module.set_export(&js_string!("default"), default)?;
                 if let Some(object) = value.as_object() {
                     for name in &names[1..] {
                         module.set_export(name, object.get(name.clone(), context)?)?;
@@ -149,7 +183,7 @@ fn node_module(specifier: &JsString, context: &mut Context) -> JsResult<Module> 
                 }
                 Ok(())
             },
-            (value, exports),
+            (value, exports, interop == Interop::EsModule),
         ),
         None,
         None,

@@ -7,7 +7,8 @@
 // language itself: `console` (formatted like Node.js's `util.inspect`), `process`,
 // `require` for a few Node.js modules (`fs`, `readline`, `util`, `events`), `Buffer`,
 // `readStdin()`, `exit()`, `print()`, and QuickJS's `std` and `scriptArgs` for programs
-// written for the `quickjs` runtime.
+// written for the `quickjs` runtime. `require("runbox:tools")` (and the module of that name)
+// is `tools.js`, the tools of code mode.
 (function (natives) {
   "use strict";
 
@@ -25,6 +26,7 @@
   const shared = { define, PRELUDE, STDOUT: 1, STDERR: 2 };
   const inspectModule = (shared.inspectModule = lazy("inspect"));
   const nodeModule = (shared.nodeModule = lazy("node"));
+  const toolsModule = lazy("tools");
   // A global that loads its part when first read.
   const lazyGlobal = (name, get) =>
     Object.defineProperty(G, name, {
@@ -197,6 +199,8 @@
     },
     process: () => process,
     buffer: () => ({ Buffer: nodeModule().Buffer }),
+    // The tools of code mode (`tools.js`): `import { everything } from "runbox:tools"`.
+    "runbox:tools": () => toolsModule().load(),
   };
   function require(name) {
     const id = String(name).replace(/^node:/, "");

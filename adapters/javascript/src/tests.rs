@@ -66,6 +66,11 @@ impl Session {
         )
     }
 
+    /// Points `runbox:tools` at `dir` instead of `/tools`.
+    pub(crate) fn set_tools_dir(&mut self, dir: &std::path::Path) {
+        self.interpreter.set_tools_dir(dir);
+    }
+
     pub(crate) fn run(&mut self, code: &str) -> (i32, String, String) {
         self.run_with(code, None, &[])
     }

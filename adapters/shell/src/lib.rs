@@ -9,6 +9,9 @@
 //! Its files are the real ones of the run's scratch directory (`files`), shown at `/`,
 //! which is also the working directory.
 //!
+//! Besides bashkit's commands it has `tool` ([`tools`]), which calls a tool of code mode
+//! through the device `/tools/call`.
+//!
 //! [`shell`] is the interpreter, plain Rust tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-shell --target x86_64-unknown-linux-gnu`;
 //! `guest` is the WIT glue, compiled only for WebAssembly.
@@ -18,6 +21,7 @@
 
 mod files;
 mod shell;
+mod tools;
 
 #[cfg(test)]
 mod tests;

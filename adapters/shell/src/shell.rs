@@ -11,6 +11,7 @@ use std::time::Duration;
 use bashkit::{Bash, ExecOptions, ExecutionLimits, MemoryLimits, PosixFs, SessionLimits};
 
 use crate::files::RealFiles;
+use crate::tools::ToolCommand;
 
 /// Where a script's output goes, as it is written.
 pub trait Output: Send + Sync {
@@ -33,8 +34,10 @@ pub struct Shell {
 }
 
 impl Shell {
-    /// A shell whose `/` is the directory `root`, writing to `output`.
+    /// A shell whose `/` is the directory `root`, writing to `output`. Its `tool` command
+    /// calls through `root`'s `tools/call` (`/tools/call` in the component).
     pub fn new(root: impl Into<PathBuf>, output: Arc<dyn Output>) -> Result<Shell, String> {
+        let root = root.into();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -53,6 +56,7 @@ impl Shell {
             .max_aggregate_input_bytes(u64::MAX)
             .max_live_intermediate_bytes(u64::MAX)
             .timeout(Duration::from_secs(365 * 24 * 3600));
+        let tools = ToolCommand::new(root.join("tools"));
         let files = Arc::new(PosixFs::new(RealFiles::new(root)));
         let bash = Bash::builder()
             .fs(files)
@@ -63,6 +67,7 @@ impl Shell {
             .limits(limits)
             .session_limits(SessionLimits::unlimited())
             .memory_limits(MemoryLimits::unlimited())
+            .builtin("tool", Box::new(tools))
             .build();
         Ok(Shell {
             bash,

@@ -180,3 +180,151 @@ fn stdout_and_stderr_keep_the_order_of_the_commands() {
     let both = std::mem::take(&mut *s.capture.both.lock().unwrap());
     assert_eq!(String::from_utf8_lossy(&both), "out\nerr\n3\nerr2\n");
 }
+
+/// The `tool` command, with `tools/tools.json` and a regular file standing in for the
+/// device `tools/call` (the request overwrites its start; the answer is what follows).
+mod tool_command {
+    use super::*;
+
+    const MANIFEST: &str = r#"{"servers": {
+      "everything": {"available": true, "tools": [
+        {"name": "add", "description": "Adds two numbers\nand more",
+         "inputSchema": {"type": "object", "required": ["a", "b"],
+                         "properties": {"a": {"type": "number", "description": "first"}, "b": {"type": "number"}}}},
+        {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+      ]},
+      "github": {"available": false, "message": "connection refused", "tools": []}
+    }}"#;
+
+    fn with_tools(manifest: &str) -> Session {
+        let s = Session::new();
+        std::fs::create_dir(s.dir.path().join("tools")).unwrap();
+        s.file("tools/tools.json", manifest);
+        s
+    }
+
+    /// The device answers `answer` to a request of `request`'s length.
+    fn answer(s: &Session, request: &str, answer: &str) {
+        s.file(
+            "tools/call",
+            &format!("{}{answer}", " ".repeat(request.len())),
+        );
+    }
+
+    fn written(s: &Session, len: usize) -> String {
+        std::fs::read_to_string(s.dir.path().join("tools/call")).unwrap()[..len].to_string()
+    }
+
+    #[test]
+    fn a_call_prints_the_value_as_json() {
+        let mut s = with_tools(MANIFEST);
+        let request = r#"{"server":"everything","tool":"add","arguments":{"a":2,"b":3}}"#;
+        answer(
+            &s,
+            request,
+            r#"{"ok": true, "value": 5, "structured": true, "content": []}"#,
+        );
+        assert_eq!(s.run("tool everything add --a 2 --b=3"), ok("5\n"));
+        assert_eq!(written(&s, request.len()), request);
+
+        let request = r#"{"server":"everything","tool":"echo","arguments":{"message":"hi there"}}"#;
+        answer(
+            &s,
+            request,
+            r#"{"ok":true,"value":"Echo: hi there","structured":false}"#,
+        );
+        assert_eq!(
+            s.run("tool everything echo --message 'hi there' | jq -r ."),
+            ok("Echo: hi there\n")
+        );
+        assert_eq!(written(&s, request.len()), request);
+        answer(
+            &s,
+            request,
+            r#"{"ok":true,"value":"Echo: hi there","structured":false}"#,
+        );
+        assert_eq!(
+            s.run("v=$(tool everything echo --json '{\"message\": \"hi there\"}'); echo \"$v\""),
+            ok("\"Echo: hi there\"\n")
+        );
+    }
+
+    #[test]
+    fn a_failed_call_says_why_and_exits_1_or_2() {
+        let mut s = with_tools(MANIFEST);
+        let request = r#"{"server":"everything","tool":"echo","arguments":{"message":"x"}}"#;
+        answer(
+            &s,
+            request,
+            r#"{"ok":false,"error":"tool_error","message":"it broke","content":[]}"#,
+        );
+        assert_eq!(
+            s.run("tool everything echo --message x"),
+            (1, String::new(), "tool: everything.echo: it broke\n".into())
+        );
+        answer(
+            &s,
+            request,
+            r#"{"ok":false,"error":"not_allowed","message":"allowed: add"}"#,
+        );
+        assert_eq!(
+            s.run("tool everything echo --message x || echo status $?"),
+            (
+                0,
+                "status 2\n".into(),
+                "tool: everything.echo: allowed: add\n".into()
+            )
+        );
+        let (status, stdout, stderr) = s.run("tool everything add --a x");
+        assert_eq!((status, stdout.as_str()), (2, ""));
+        assert_eq!(
+            stderr,
+            "tool: everything.add: --a takes a number (as JSON), not `x`\n"
+        );
+    }
+
+    #[test]
+    fn without_tools_a_call_is_unavailable() {
+        let mut s = Session::new();
+        assert_eq!(
+            s.run("tool everything echo --message hi"),
+            (
+                2,
+                String::new(),
+                "tool: everything.echo: no tools are configured on this server (runbox mcp --tools-config)\n".into()
+            )
+        );
+        let (status, _, stderr) = s.run("tool");
+        assert_eq!(status, 2);
+        assert!(stderr.contains("no tools are configured"), "{stderr}");
+    }
+
+    #[test]
+    fn usage_lists_the_servers_and_tools() {
+        let mut s = with_tools(MANIFEST);
+        let (status, stdout, stderr) = s.run("tool");
+        assert_eq!((status, stdout.as_str()), (2, ""));
+        assert!(stderr.starts_with("usage: tool SERVER TOOL"), "{stderr}");
+        assert!(
+            stderr.contains(
+                "servers and their tools:\n  everything\n    add: Adds two numbers\n    echo\n  github (unavailable: connection refused)\n    (no tools)\n"
+            ),
+            "{stderr}"
+        );
+        let (status, stdout, stderr) = s.run("tool --help");
+        assert_eq!((status, stderr.as_str()), (0, ""));
+        assert!(stdout.starts_with("usage: tool SERVER TOOL"), "{stdout}");
+        // One server: only its tools.
+        let (status, _, stderr) = s.run("tool everything");
+        assert_eq!(status, 2);
+        assert!(
+            stderr.contains("  everything\n") && !stderr.contains("github"),
+            "{stderr}"
+        );
+        // One tool: its flags.
+        assert_eq!(
+            s.run("tool everything add --help"),
+            ok("usage: tool everything add --a NUMBER --b NUMBER\nAdds two numbers\nand more\n  --a (number, required): first\n  --b (number, required)\n")
+        );
+    }
+}

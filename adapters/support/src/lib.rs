@@ -8,6 +8,8 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
+pub mod tools;
+
 /// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.
 pub type Settings = [(String, Vec<String>)];
 

@@ -7,10 +7,61 @@ pub mod mcp;
 #[path = "../../../tests/all/common.rs"]
 mod tests_common;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runbox::manifest::Manifest;
+use runbox::plugin::artifact::{Cache, Progress};
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
 
 #[allow(unused_imports)] // each bench uses its own part
 pub use tests_common::{cache_dir, output_with_stdin};
+
+/// `manifest`'s runtimes (`options.only` of them) loaded from the shared cache, produced
+/// programs compiled by this build's `runbox`. Blocking: it may compile.
+pub fn load_with(manifest: Manifest, options: RunboxOptions) -> Arc<Runbox> {
+    let options = RunboxOptions {
+        compiler_exe: options
+            .compiler_exe
+            .or_else(|| Some(env!("CARGO_BIN_EXE_runbox").into())),
+        ..options
+    };
+    Arc::new(
+        Runbox::load(
+            &manifest,
+            &Cache::at(cache_dir()),
+            options,
+            &Progress::stderr(),
+        )
+        .expect("load the runtimes"),
+    )
+}
+
+/// Runs `code` in-process with a 60 s limit, checks it printed `expected`, and says how
+/// long the call took.
+pub async fn run_expecting(runbox: &Runbox, runtime: &str, code: &str, expected: &str) -> Duration {
+    let started = Instant::now();
+    let outcome = runbox
+        .run(
+            RunRequest {
+                runtime: runtime.into(),
+                code: code.into(),
+                limits: LimitOverrides {
+                    timeout: Some(Duration::from_secs(60)),
+                    memory_bytes: None,
+                    max_timeout: None,
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run");
+    let took = started.elapsed();
+    assert_eq!(outcome.stdout(), expected, "{runtime}: {outcome:?}");
+    took
+}
 
 /// The number among the arguments (`cargo bench --bench NAME -- 20`), else `default`;
 /// cargo itself passes `--bench`.

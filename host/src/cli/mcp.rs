@@ -30,6 +30,11 @@ use runbox::service::{
 use runbox::session::store::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
+use runbox::upstream::config::ToolsConfig;
+use runbox::upstream::gateway::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TOOL_CALLS,
+};
+use runbox::upstream::{Gateway, GatewaySettings};
 
 use super::limits::{seconds, LimitArgs};
 use super::GlobalArgs;
@@ -181,6 +186,21 @@ pub struct McpArgs {
     /// stops (a second signal stops it at once).
     #[arg(long, env = "RUNBOX_DRAIN_TIMEOUT", value_name = "SECS", default_value_t = DEFAULT_DRAIN_TIMEOUT.as_secs_f64())]
     pub drain_timeout: f64,
+    /// Upstream MCP servers whose tools programs in the sandbox may call ("code mode"): a
+    /// TOML file naming each server (a stdio command or an HTTP URL) and its allowed tools
+    /// (docs/tools.md). An upstream that cannot start is reported, never fatal.
+    #[arg(long, env = "RUNBOX_TOOLS_CONFIG", value_name = "FILE")]
+    pub tools_config: Option<PathBuf>,
+    /// With --tools-config: tool calls one run may make; the next is refused.
+    #[arg(long, env = "RUNBOX_MAX_TOOL_CALLS", value_name = "N", default_value_t = DEFAULT_MAX_TOOL_CALLS)]
+    pub max_tool_calls: u32,
+    /// With --tools-config: the largest request a program may send to a tool, in bytes.
+    #[arg(long, env = "RUNBOX_MAX_TOOL_REQUEST_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_REQUEST_BYTES)]
+    pub max_tool_request_bytes: usize,
+    /// With --tools-config: the largest answer a tool may give, in bytes (a stdio server
+    /// that sends more is restarted; the call fails with a `limit` error).
+    #[arg(long, env = "RUNBOX_MAX_TOOL_RESULT_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_ANSWER_BYTES)]
+    pub max_tool_result_bytes: usize,
 }
 
 impl Default for McpArgs {
@@ -217,6 +237,10 @@ impl Default for McpArgs {
             max_http_sessions: DEFAULT_MAX_HTTP_SESSIONS,
             replica_id: None,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT.as_secs_f64(),
+            tools_config: None,
+            max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
+            max_tool_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_tool_result_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -384,7 +408,8 @@ impl McpArgs {
 /// (fetching and compiling what is missing, progress on stderr) and serves at once, until
 /// the client goes away (stdio) or a signal (HTTP).
 pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
-    let options = args.runbox_options()?;
+    let mut options = args.runbox_options()?;
+    options.gateway = args.start_gateway().await?;
     let settings = args.server_settings()?;
     let transport = match args.http {
         Some(addr) => {
@@ -408,6 +433,33 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
         }
     })
     .await
+}
+
+impl McpArgs {
+    /// Starts connecting to the upstream servers of --tools-config, giving them a few
+    /// seconds so that the first tool listing has their tools (a server still starting
+    /// then is listed as connecting, and comes in later).
+    async fn start_gateway(&self) -> Result<Option<std::sync::Arc<Gateway>>> {
+        let Some(path) = &self.tools_config else {
+            return Ok(None);
+        };
+        if self.max_tool_request_bytes == 0 || self.max_tool_result_bytes < 1024 {
+            bail!("--max-tool-request-bytes must be at least 1 and --max-tool-result-bytes at least 1024");
+        }
+        let config = ToolsConfig::load(path)?;
+        let settings = GatewaySettings {
+            max_calls_per_run: self.max_tool_calls,
+            max_request_bytes: self.max_tool_request_bytes,
+            max_answer_bytes: self.max_tool_result_bytes,
+        };
+        let gateway = Gateway::start(config, settings)
+            .map_err(|e| anyhow::anyhow!("cannot write the /tools directory: {e}"))?;
+        gateway.settled(std::time::Duration::from_secs(15)).await;
+        for line in gateway.catalog().summary_lines() {
+            tracing::info!("tool: {line}");
+        }
+        Ok(Some(gateway))
+    }
 }
 
 fn parse_replica_id(s: &str) -> Result<String, String> {

@@ -227,6 +227,9 @@ async fn metrics(State(ops): State<Ops>) -> Response {
     let runbox = ops.server.runbox();
     let mut page = Exposition::default();
     runbox.run_metrics().write(&mut page);
+    if let Some(gateway) = runbox.gateway() {
+        gateway.write_metrics(&mut page);
+    }
     let (running, waiting) = runbox.runs_and_waiting();
     page.gauge(
         "runbox_runs_in_progress",

@@ -339,6 +339,43 @@ pub struct ListRuntimesOutput {
     pub runtimes: Vec<RuntimeEntry>,
     /// The limits of every run.
     pub limits: Limits,
+    /// Upstream servers whose tools programs may call (code mode, docs/tools.md); absent
+    /// without `--tools-config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolServerEntry>>,
+}
+
+/// One upstream server, as `list_runtimes` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolServerEntry {
+    /// What programs call it by (`tools.SERVER.TOOL` in python).
+    pub server: String,
+    /// Connected, with its tools listed.
+    pub available: bool,
+    /// Why it is unavailable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Its allowed tools, a line each: `name(args): what it does`.
+    pub tools: Vec<String>,
+}
+
+impl ToolServerEntry {
+    pub fn listing(catalog: &crate::upstream::catalog::Catalog) -> Vec<ToolServerEntry> {
+        catalog
+            .servers
+            .iter()
+            .map(|s| ToolServerEntry {
+                server: s.name.clone(),
+                available: s.available,
+                message: s.message.clone(),
+                tools: s
+                    .tools
+                    .iter()
+                    .map(|t| crate::upstream::catalog::tool_line(t, 120))
+                    .collect(),
+            })
+            .collect()
+    }
 }
 
 /// An input schema generated from `T`, in the shape every client accepts: standard

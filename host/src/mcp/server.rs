@@ -69,8 +69,11 @@ impl RunboxServer {
             .expect("run_code is a tool");
         route.attr.input_schema = schema::run_code_input_schema(&runtimes, &limits);
         let max_task_timeout = Some(settings.tasks.max_timeout);
-        route.attr.description =
-            Some(run_code_description(&runtimes, &limits, max_task_timeout).into());
+        let mut description = run_code_description(&runtimes, &limits, max_task_timeout);
+        if let Some(gateway) = runbox.gateway() {
+            description.push_str(&tools_description(&gateway.catalog()));
+        }
+        route.attr.description = Some(description.into());
         let route = tool_router
             .map
             .get_mut("create_session")
@@ -338,6 +341,10 @@ impl RunboxServer {
                 sessions.max(),
                 sessions.idle_timeout(),
             ),
+            tools: self
+                .runbox
+                .gateway()
+                .map(|g| schema::ToolServerEntry::listing(&g.catalog())),
         })
     }
 
@@ -541,6 +548,27 @@ pub fn run_code_description(
         schema::secs(limits.compile_timeout.as_secs_f64()),
         bytes(limits.memory_bytes),
         bytes(limits.output_bytes as u64),
+    )
+}
+
+/// What run_code's description adds with code mode: a line per tool, and how to call one.
+pub fn tools_description(catalog: &crate::upstream::catalog::Catalog) -> String {
+    let lines: Vec<String> = catalog
+        .summary_lines()
+        .into_iter()
+        .map(|l| format!("- {l}"))
+        .collect();
+    format!(
+        "\n\nPrograms may call these tools (list_runtimes has the current list; /tools/README.md \
+         in the sandbox has it all, /tools/tools.json the schemas):\n{}\n\
+         python: `import tools; tools.SERVER.TOOL(arg=value)`; javascript/typescript: \
+         `import {{ SERVER }} from \"runbox:tools\"; await SERVER.TOOL({{arg: value}})`; shell: \
+         `tool SERVER TOOL --arg value` (JSON out); any runtime: /tools/call (see the README).",
+        if lines.is_empty() {
+            "- (none yet)".to_string()
+        } else {
+            lines.join("\n")
+        }
     )
 }
 

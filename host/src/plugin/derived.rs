@@ -185,6 +185,8 @@ impl Deriver<'_> {
             new_programs: Default::default(),
             resources_per_store: crate::sandbox::store::MAX_RESOURCES_PER_STORE,
             journal: None,
+            tool_calls: None,
+            empty_tools_dir: None,
         });
         let args = args.to_vec();
         // Its own thread and runtime: preparation may run inside a caller's runtime.

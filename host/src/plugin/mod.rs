@@ -82,6 +82,8 @@ fn tool_key(tool: &ToolSpec, mounts: &[MountSpec]) -> String {
         for m in mounts {
             key.push_str(&format!(":{}@{}", m.artifact().sha256, m.at));
         }
+        // The snapshot saw `/tools` after the mounts (see `snapshot_on_own_thread`).
+        key.push_str(&format!(":@{}", crate::sandbox::store::TOOLS_MOUNT));
     }
     key
 }
@@ -359,6 +361,14 @@ fn snapshot_on_own_thread(
         guest: m.guest.clone(),
         writable: false,
     }));
+    // Every run has `/tools` after the mounts (empty without upstream tools): the
+    // snapshot's libc keeps the list of preopens it saw, so it must see that one too.
+    let tools = tempfile::tempdir()?;
+    plan.preopens.push(Preopen {
+        host: tools.path().to_path_buf(),
+        guest: crate::sandbox::store::TOOLS_MOUNT.into(),
+        writable: false,
+    });
     std::thread::scope(|s| {
         s.spawn(|| take_snapshot(module, &plan))
             .join()

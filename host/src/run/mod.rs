@@ -55,6 +55,8 @@ pub struct Runner {
     pub prestarts: Prestarts,
     /// The runs finished, for /metrics.
     pub metrics: RunMetrics,
+    /// Code mode: the upstream servers' tools, when the server has a tools config.
+    pub gateway: Option<Arc<crate::upstream::Gateway>>,
 }
 
 impl Runner {
@@ -79,6 +81,8 @@ impl Runner {
             new_programs: Default::default(),
             resources_per_store: self.resources_per_store,
             journal,
+            tool_calls: self.gateway.clone().map(crate::upstream::ToolCalls::new),
+            empty_tools_dir: Some(self.scratch.empty_dir()),
         })
     }
 

@@ -12,6 +12,7 @@ pub mod program;
 pub mod quota_fs;
 pub mod resident;
 pub mod store;
+pub mod tool_device;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -64,6 +65,11 @@ pub struct Sandbox {
     pub resources_per_store: usize,
     /// A durable session's journal: its stores draw randomness and time through it.
     pub journal: Option<crate::session::Journal>,
+    /// Code mode: the upstream tools this run may call through `/tools/call`.
+    pub tool_calls: Option<Arc<crate::upstream::ToolCalls>>,
+    /// Without `tool_calls`: an empty directory to show at `/tools` instead (see
+    /// `store.rs`); `None` only where no snapshot runs (deriving files).
+    pub empty_tools_dir: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -71,6 +77,9 @@ impl Sandbox {
     /// stays charged). The call's deadline is its task's (see [`clock`]).
     pub fn begin_call(&self) {
         self.memory.begin_call();
+        if let Some(calls) = &self.tool_calls {
+            calls.begin_call();
+        }
         self.disk.begin_call();
         self.new_programs
             .lock()

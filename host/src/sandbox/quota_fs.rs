@@ -34,6 +34,7 @@ use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream, StreamResult};
 use super::disk::{
     DiskBudget, DiskFull, Extension, FileKey, ObjectCharge, OpenFile, DIRECTORY_BYTES,
 };
+use super::tool_device::{self, DeviceInput, DeviceOutput, StoreDevices};
 
 /// One store's side of the run's disk budget: the budget, and the files this store's
 /// descriptors have open (by descriptor handle).
@@ -63,10 +64,12 @@ impl HasData for QuotaFs {
     type Data<'a> = QuotaFsView<'a>;
 }
 
-/// wasmtime-wasi's filesystem view of a store, plus that store's side of the disk budget.
+/// wasmtime-wasi's filesystem view of a store, plus that store's side of the disk budget
+/// and its open `/tools/call` devices (`tool_device.rs`).
 pub struct QuotaFsView<'a> {
     pub inner: WasiFilesystemCtxView<'a>,
     pub disk: &'a mut StoreDisk,
+    pub devices: &'a mut StoreDevices,
 }
 
 /// Adds the wrapped `wasi:filesystem/types` (`preopens` needs no wrapping).
@@ -142,6 +145,48 @@ impl QuotaFsView<'_> {
             )),
             _ => Ok(None),
         }
+    }
+
+    /// Opens the device when `path` under `dir` is `/tools/call`: the file itself is
+    /// opened read-only (the mount is), and the descriptor is served by `tool_device.rs`.
+    async fn open_device(
+        &mut self,
+        dir: &Resource<Descriptor>,
+        path_flags: types::PathFlags,
+        path: &str,
+    ) -> Option<FsResult<Resource<Descriptor>>> {
+        if !path.ends_with(crate::upstream::gateway::DEVICE_NAME) {
+            return None;
+        }
+        let dir_file = match self.inner.table.get(dir) {
+            Ok(Descriptor::Dir(d)) => d.dir.clone(),
+            _ => return None,
+        };
+        if !self.devices.is_device(&dir_file, path) {
+            return None;
+        }
+        let opened = self
+            .inner
+            .open_at(
+                borrow(dir),
+                path_flags,
+                path.to_string(),
+                types::OpenFlags::empty(),
+                types::DescriptorFlags::READ,
+            )
+            .await;
+        if let Ok(fd) = &opened {
+            self.devices.opened(fd.rep());
+            // An open that carries a request written through the one before it is for
+            // reading the answer: make the call now, so that every way of reading (a
+            // non-blocking one too) finds the answer there.
+            if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+                if tool_device::carries_request(&call) {
+                    tool_device::answer(&call, &ctx).await;
+                }
+            }
+        }
+        Some(opened)
     }
 
     /// Whether `path` names something (following symlinks as `path_flags` says).
@@ -264,10 +309,16 @@ impl HostDescriptor for QuotaFsView<'_> {
     }
 
     async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        if self.devices.get(fd.rep()).is_some() {
+            return Ok(());
+        }
         self.inner.sync_data(fd).await
     }
 
     async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorFlags> {
+        if self.devices.get(fd.rep()).is_some() {
+            return Ok(types::DescriptorFlags::READ | types::DescriptorFlags::WRITE);
+        }
         self.inner.get_flags(fd).await
     }
 
@@ -276,6 +327,10 @@ impl HostDescriptor for QuotaFsView<'_> {
     }
 
     async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        if self.devices.get(fd.rep()).is_some() {
+            // `open(..., "w+")` truncates: nothing to do on a device.
+            return Ok(());
+        }
         let Some(file) = self.open_file(&fd).await? else {
             return self.inner.set_size(fd, size).await;
         };
@@ -307,6 +362,13 @@ impl HostDescriptor for QuotaFsView<'_> {
         len: types::Filesize,
         offset: types::Filesize,
     ) -> FsResult<(Vec<u8>, bool)> {
+        if let Some(call) = self.devices.get(fd.rep()) {
+            if let Some(ctx) = self.devices.context() {
+                tool_device::answer(&call, &ctx).await;
+            }
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            return Ok(tool_device::read(&call, len));
+        }
         self.inner.read(fd, len, offset).await
     }
 
@@ -316,6 +378,10 @@ impl HostDescriptor for QuotaFsView<'_> {
         buf: Vec<u8>,
         offset: types::Filesize,
     ) -> FsResult<types::Filesize> {
+        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+            tool_device::write(&call, &buf, &ctx).map_err(|_| ErrorCode::Io)?;
+            return Ok(buf.len() as u64);
+        }
         let Some(file) = self.open_file(&fd).await? else {
             return self.inner.write(fd, buf, offset).await;
         };
@@ -343,6 +409,9 @@ impl HostDescriptor for QuotaFsView<'_> {
     }
 
     async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        if self.devices.get(fd.rep()).is_some() {
+            return Ok(());
+        }
         self.inner.sync(fd).await
     }
 
@@ -360,6 +429,11 @@ impl HostDescriptor for QuotaFsView<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+            let mut stat = self.inner.stat(fd).await?;
+            stat.size = tool_device::size(&call, &ctx).await;
+            return Ok(stat);
+        }
         self.inner.stat(fd).await
     }
 
@@ -409,6 +483,9 @@ impl HostDescriptor for QuotaFsView<'_> {
         oflags: types::OpenFlags,
         flags: types::DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
+        if let Some(device) = self.open_device(&fd, path_flags, &path).await {
+            return device;
+        }
         // An entry is taken before a `create`, and given back if the open did not create
         // the file. Every regular file in scratch was created by `open-at` and entered in
         // the books then, so a file the books do not know yet is one this open created.
@@ -453,6 +530,7 @@ impl HostDescriptor for QuotaFsView<'_> {
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
         self.disk.files.remove(&fd.rep());
+        self.devices.closed(fd.rep());
         HostDescriptor::drop(&mut self.inner, fd)
     }
 
@@ -534,6 +612,10 @@ impl HostDescriptor for QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         offset: types::Filesize,
     ) -> FsResult<Resource<DynInputStream>> {
+        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+            let stream: DynInputStream = Box::new(DeviceInput { call, ctx });
+            return Ok(self.inner.table.push(stream)?);
+        }
         let file = self.registered_file(&fd)?;
         let stream = self.inner.read_via_stream(fd, offset)?;
         let Some(file) = file else {
@@ -593,6 +675,10 @@ impl QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         offset: Option<types::Filesize>,
     ) -> FsResult<Resource<DynOutputStream>> {
+        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+            let stream: DynOutputStream = Box::new(DeviceOutput { call, ctx });
+            return Ok(self.inner.table.push(stream)?);
+        }
         let file = self.registered_file(&fd)?;
         let handle = match self.inner.table.get(&fd)? {
             Descriptor::File(f) => Some(f.file.clone()),
@@ -802,6 +888,7 @@ mod tests {
         wasi: WasiCtx,
         table: ResourceTable,
         disk: StoreDisk,
+        devices: StoreDevices,
         budget: DiskBudget,
     }
 
@@ -818,6 +905,7 @@ mod tests {
                 wasi: b.build(),
                 table: ResourceTable::new(),
                 disk: StoreDisk::new(budget.clone()),
+                devices: StoreDevices::default(),
                 budget,
             }
         }
@@ -829,6 +917,7 @@ mod tests {
                     table: &mut self.table,
                 },
                 disk: &mut self.disk,
+                devices: &mut self.devices,
             }
         }
 

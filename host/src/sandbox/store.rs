@@ -12,6 +12,7 @@ use super::memory::StoreMemoryLimiter;
 use super::output::Channel;
 use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
 use super::resident::ResidentInput;
+use super::tool_device::{DeviceContext, StoreDevices};
 use super::Sandbox;
 
 /// One program's standard streams and arguments.
@@ -40,6 +41,7 @@ pub struct StoreState {
     pub(super) table: ResourceTable,
     limiter: StoreMemoryLimiter,
     disk: StoreDisk,
+    devices: StoreDevices,
     pub(super) sandbox: Arc<Sandbox>,
 }
 
@@ -60,9 +62,13 @@ impl WasiQuotaFsView for StoreState {
                 table: &mut self.table,
             },
             disk: &mut self.disk,
+            devices: &mut self.devices,
         }
     }
 }
+
+/// Where a run sees the tools it may call (docs/tools.md), when the server has any.
+pub const TOOLS_MOUNT: &str = "/tools";
 
 /// The most resources (descriptors, streams, pollables, …) one store may hold at once;
 /// fewer when the open-file limit is shared by many runs (see `service.rs`). The
@@ -111,6 +117,26 @@ pub fn new_store(
     for m in run.mounts.iter() {
         b.preopened_dir(&m.host, &m.guest, FsPerms::ReadOnly)?;
     }
+    // Code mode: the tools programs may call, and the device to call them through; an
+    // empty `/tools` without them. Always after the mounts, as a snapshot saw it
+    // (`plugin/snapshot.rs`: the preopens a snapshot's libc found are all it knows).
+    let devices = match &run.tool_calls {
+        Some(calls) => {
+            let dir = calls.dir();
+            b.preopened_dir(dir.as_path(), TOOLS_MOUNT, FsPerms::ReadOnly)?;
+            StoreDevices::new(Some(DeviceContext {
+                calls: calls.clone(),
+                journal: run.journal.clone(),
+                dir,
+            }))
+        }
+        None => {
+            if let Some(empty) = &run.empty_tools_dir {
+                b.preopened_dir(empty, TOOLS_MOUNT, FsPerms::ReadOnly)?;
+            }
+            StoreDevices::default()
+        }
+    };
     let mut table = ResourceTable::new();
     table.set_max_capacity(run.resources_per_store);
     let state = StoreState {
@@ -118,6 +144,7 @@ pub fn new_store(
         table,
         limiter: run.memory.limiter(),
         disk: StoreDisk::new(run.disk.clone()),
+        devices,
         sandbox: run.clone(),
     };
     let mut store = Store::new(engine, state);

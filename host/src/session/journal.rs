@@ -28,11 +28,26 @@ pub struct Draws {
     pub wall: Vec<u64>,
     /// Monotonic-clock readings, in nanoseconds.
     pub monotonic: Vec<u64>,
+    /// Tool calls (`/tools/call`): each request and the answer it got, so that a replay
+    /// never calls an upstream server again.
+    pub tools: Vec<ToolDraw>,
+}
+
+/// One tool call as a program made it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDraw {
+    pub request: Vec<u8>,
+    pub answer: Vec<u8>,
 }
 
 impl Draws {
     pub fn bytes(&self) -> usize {
-        self.random.len() + 8 * (self.wall.len() + self.monotonic.len())
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.request.len() + t.answer.len())
+            .sum();
+        self.random.len() + 8 * (self.wall.len() + self.monotonic.len()) + tools
     }
 }
 
@@ -50,6 +65,7 @@ enum Mode {
         random_at: usize,
         wall_at: usize,
         monotonic_at: usize,
+        tool_at: usize,
         diverged: bool,
     },
 }
@@ -94,8 +110,49 @@ impl Journal {
             random_at: 0,
             wall_at: 0,
             monotonic_at: 0,
+            tool_at: 0,
             diverged: false,
         };
+    }
+
+    /// What a tool call gets in a replay: the answer it got when recorded (`Some(Ok)`),
+    /// or `Some(Err)` when the replay asks what was not asked then (it diverged: no
+    /// upstream is called again). `None` while recording: make the call.
+    pub fn replayed_tool_answer(&self, request: &[u8]) -> Option<Result<Vec<u8>, ()>> {
+        match &mut *self.mode() {
+            Mode::Record(_) => None,
+            Mode::Replay {
+                draws,
+                tool_at,
+                diverged,
+                ..
+            } => match draws.tools.get(*tool_at) {
+                Some(kept) if !*diverged && kept.request == request => {
+                    *tool_at += 1;
+                    Some(Ok(kept.answer.clone()))
+                }
+                _ => {
+                    *diverged = true;
+                    Some(Err(()))
+                }
+            },
+        }
+    }
+
+    /// Keeps a tool call's request and answer (while recording).
+    pub fn record_tool(&self, request: &[u8], answer: &[u8]) {
+        let mut mode = self.mode();
+        if let Mode::Record(kept) = &mut *mode {
+            if let Some(draws) = kept {
+                draws.tools.push(ToolDraw {
+                    request: request.to_vec(),
+                    answer: answer.to_vec(),
+                });
+                if draws.bytes() > MAX_DRAWS_BYTES {
+                    *kept = None;
+                }
+            }
+        }
     }
 
     /// What the call drew (recording; `None` when it drew more than could be kept), and
@@ -118,12 +175,14 @@ impl Journal {
                 random_at,
                 wall_at,
                 monotonic_at,
+                tool_at,
                 diverged,
             } => {
                 diverged
                     || random_at != draws.random.len()
                     || wall_at != draws.wall.len()
                     || monotonic_at != draws.monotonic.len()
+                    || tool_at != draws.tools.len()
             }
         }
     }
@@ -320,6 +379,42 @@ mod tests {
         assert!(journal.finish_replay(), "one draw too many");
         journal.replay(draws);
         assert!(journal.finish_replay(), "one draw too few");
+    }
+
+    #[test]
+    fn tool_calls_are_replayed_never_made_again() {
+        let journal = Journal::default();
+        assert_eq!(
+            journal.replayed_tool_answer(b"q1"),
+            None,
+            "recording: make the call"
+        );
+        journal.record_tool(b"q1", b"a1");
+        journal.record_tool(b"q2", b"a2");
+        let draws = journal.take().unwrap();
+        assert_eq!(draws.tools.len(), 2);
+        journal.replay(draws.clone());
+        assert_eq!(
+            journal.replayed_tool_answer(b"q1"),
+            Some(Ok(b"a1".to_vec()))
+        );
+        assert_eq!(
+            journal.replayed_tool_answer(b"q2"),
+            Some(Ok(b"a2".to_vec()))
+        );
+        assert!(!journal.finish_replay());
+        journal.replay(draws);
+        assert_eq!(
+            journal.replayed_tool_answer(b"other"),
+            Some(Err(())),
+            "a new request"
+        );
+        assert_eq!(
+            journal.replayed_tool_answer(b"q2"),
+            Some(Err(())),
+            "and after it"
+        );
+        assert!(journal.finish_replay());
     }
 
     /// A program that draws without end cannot make the host keep it all.

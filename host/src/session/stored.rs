@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::journal::Draws;
 
 /// The first bytes of every entry; the last byte is the format's version.
-const MAGIC: &[u8; 8] = b"RBXSESS\x01";
+const MAGIC: &[u8; 8] = b"RBXSESS\x02";
 
 /// Why an entry cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -261,6 +261,10 @@ mod tests {
                     random: vec![1, 2, 3],
                     wall: vec![4],
                     monotonic: vec![5],
+                    tools: vec![crate::session::journal::ToolDraw {
+                        request: b"{}".to_vec(),
+                        answer: b"{\"ok\":true}".to_vec(),
+                    }],
                 },
                 exit_code: 0,
                 output_digest: output_digest(b"", b""),

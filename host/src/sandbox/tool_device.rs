@@ -1,0 +1,289 @@
+//! The device `/tools/call` (docs/tools.md): how a program in any runtime calls an
+//! upstream tool. Opening the device's file in the `/tools` mount gives a descriptor the
+//! filesystem (`quota_fs.rs`) routes here: what the program writes is the request; its
+//! first read sends it through the run's [`ToolCalls`] (its cap, the run's deadline, a
+//! durable session's journal) and the answer is what it reads, to the end.
+//!
+//! A file, not a new import, so that every runtime has it already: a preview1 command
+//! (ruby, php, qjs, trealla), a reactor (python), a native component (javascript, shell)
+//! and a program a compiler produced reach it through the `open`/`write`/`read` they
+//! have, and nothing about a language is taught to the host.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError};
+use wasmtime_wasi_io::streams::StreamResult;
+
+use super::clock;
+use crate::session::Journal;
+use crate::upstream::answer::{Answer, Failure};
+use crate::upstream::gateway::DEVICE_NAME;
+use crate::upstream::ToolCalls;
+
+/// One open of the device: the request written so far, then the answer being read.
+#[derive(Default)]
+pub struct DeviceCall {
+    request: Vec<u8>,
+    /// `request` was written through an earlier open (see [`StoreDevices::closed`]): a
+    /// write here starts a new one instead.
+    carried: bool,
+    /// The request passed the size cap (the rest was not kept).
+    over: bool,
+    answer: Option<Bytes>,
+    read: usize,
+}
+
+/// What a store needs to serve the device: the run's tool calls and journal, the
+/// `/tools` directory it was shown, and the device descriptors open now (by handle).
+#[derive(Default)]
+pub struct StoreDevices {
+    ctx: Option<DeviceContext>,
+    open: HashMap<u32, Arc<Mutex<DeviceCall>>>,
+    /// A request written and closed without being read, for the next open to answer.
+    pending: Option<Vec<u8>>,
+}
+
+/// The run's side of the device.
+#[derive(Clone)]
+pub struct DeviceContext {
+    pub calls: Arc<ToolCalls>,
+    pub journal: Option<Journal>,
+    /// The `/tools` directory this store was shown.
+    pub dir: Arc<PathBuf>,
+}
+
+impl StoreDevices {
+    pub fn new(ctx: Option<DeviceContext>) -> StoreDevices {
+        StoreDevices {
+            ctx,
+            open: HashMap::new(),
+            pending: None,
+        }
+    }
+
+    /// Whether opening `path` under the directory `dir` opens the device.
+    pub fn is_device(&self, dir: &std::fs::File, path: &str) -> bool {
+        let Some(ctx) = &self.ctx else { return false };
+        let name = path.trim_start_matches("./");
+        name == DEVICE_NAME && crate::upstream::gateway::same_dir(dir, &ctx.dir)
+    }
+
+    /// A new open of the device. It answers the request a closed open left unread, if
+    /// any: so a runtime that cannot open a file for reading and writing at once writes
+    /// the request through one open and reads the answer through the next.
+    pub fn opened(&mut self, handle: u32) {
+        let call = match self.pending.take() {
+            Some(request) => DeviceCall {
+                request,
+                carried: true,
+                ..Default::default()
+            },
+            None => DeviceCall::default(),
+        };
+        self.open.insert(handle, Arc::new(Mutex::new(call)));
+    }
+
+    pub fn get(&self, handle: u32) -> Option<Arc<Mutex<DeviceCall>>> {
+        self.open.get(&handle).cloned()
+    }
+
+    pub fn closed(&mut self, handle: u32) {
+        if let Some(call) = self.open.remove(&handle) {
+            let mut c = lock(&call);
+            if c.answer.is_none() && !c.request.is_empty() && !c.over {
+                self.pending = Some(std::mem::take(&mut c.request));
+            }
+        }
+    }
+
+    pub fn context(&self) -> Option<DeviceContext> {
+        self.ctx.clone()
+    }
+}
+
+fn lock(call: &Mutex<DeviceCall>) -> std::sync::MutexGuard<'_, DeviceCall> {
+    call.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why a write to the device is refused: its answer was read already (one call per open).
+#[derive(Debug, thiserror::Error)]
+#[error("this /tools/call descriptor already made its call; open the device again for another")]
+pub struct AlreadyAnswered;
+
+/// Appends `bytes` to the request. `Err` once the answer is being read.
+pub fn write(
+    call: &Mutex<DeviceCall>,
+    bytes: &[u8],
+    ctx: &DeviceContext,
+) -> Result<(), AlreadyAnswered> {
+    let mut c = lock(call);
+    if c.answer.is_some() {
+        return Err(AlreadyAnswered);
+    }
+    if std::mem::take(&mut c.carried) {
+        c.request.clear();
+    }
+    let cap = ctx.calls.gateway.settings.max_request_bytes;
+    if c.request.len() + bytes.len() > cap {
+        c.over = true;
+    } else {
+        c.request.extend_from_slice(bytes);
+    }
+    Ok(())
+}
+
+/// Makes the call if it was not made yet (at the first read).
+pub async fn answer(call: &Mutex<DeviceCall>, ctx: &DeviceContext) {
+    let (request, over) = {
+        let mut c = lock(call);
+        if c.answer.is_some() {
+            return;
+        }
+        (std::mem::take(&mut c.request), c.over)
+    };
+    let bytes = if request.is_empty() && !over {
+        Answer::failed(
+            Failure::BadRequest,
+            "nothing was written to /tools/call before it was read: write one JSON request \
+             (through this open, or an open closed just before), then read the answer",
+        )
+        .bytes
+    } else if over {
+        let cap = ctx.calls.gateway.settings.max_request_bytes;
+        Answer::failed(
+            Failure::Limit,
+            format!("the request is over the {cap} byte cap on a tool call's request"),
+        )
+        .bytes
+    } else {
+        make_call(&request, ctx).await
+    };
+    lock(call).answer = Some(Bytes::from(bytes));
+}
+
+/// One call: replayed from the journal in a resumed session, else taken from the run's
+/// cap and made, racing the run's deadline and its cancellation (losing the race drops
+/// the call, which cancels it upstream).
+async fn make_call(request: &[u8], ctx: &DeviceContext) -> Vec<u8> {
+    if let Some(journal) = &ctx.journal {
+        match journal.replayed_tool_answer(request) {
+            Some(Ok(answer)) => return answer,
+            Some(Err(())) => return Answer::failed(
+                Failure::Unavailable,
+                "this session is being resumed and this call was not made when it was recorded; \
+                     a resumed session never calls an upstream server again",
+            )
+            .bytes,
+            None => {}
+        }
+    }
+    let answer = match ctx.calls.take_one() {
+        Err(over) => over,
+        Ok(()) => match clock::current() {
+            Some(clock) => tokio::select! {
+                a = ctx.calls.gateway.call(request) => a,
+                _ = clock.reached() => {
+                    ctx.calls.gateway.count("-", "-", Failure::Timeout.as_str());
+                    Answer::failed(Failure::Timeout, "the run's time limit came while the tool call was under way")
+                }
+                _ = clock.cancel().cancelled() => {
+                    Answer::failed(Failure::Unavailable, "the run was cancelled while the tool call was under way")
+                }
+            },
+            None => ctx.calls.gateway.call(request).await,
+        },
+    };
+    if let Some(journal) = &ctx.journal {
+        journal.record_tool(request, &answer.bytes);
+    }
+    answer.bytes
+}
+
+/// Whether this open started with a request an earlier open wrote.
+pub fn carries_request(call: &Mutex<DeviceCall>) -> bool {
+    lock(call).carried
+}
+
+/// The device's size as `stat` reports it: 0 before a request is written, else the
+/// answer's (making the call): some runtimes (Trealla) read no more than a file's size.
+pub async fn size(call: &Mutex<DeviceCall>, ctx: &DeviceContext) -> u64 {
+    let asked = {
+        let c = lock(call);
+        c.answer.is_some() || !c.request.is_empty() || c.over
+    };
+    if !asked {
+        return 0;
+    }
+    answer(call, ctx).await;
+    lock(call).answer.as_ref().map_or(0, |a| a.len() as u64)
+}
+
+/// Reads up to `len` bytes of the answer: `(bytes, at the end)`.
+pub fn read(call: &Mutex<DeviceCall>, len: usize) -> (Vec<u8>, bool) {
+    let mut c = lock(call);
+    let Some(answer) = c.answer.clone() else {
+        return (Vec::new(), false);
+    };
+    let start = c.read.min(answer.len());
+    let end = start.saturating_add(len).min(answer.len());
+    c.read = end;
+    (answer[start..end].to_vec(), end == answer.len())
+}
+
+/// The device's output stream: what is written goes into the request.
+pub struct DeviceOutput {
+    pub call: Arc<Mutex<DeviceCall>>,
+    pub ctx: DeviceContext,
+}
+
+#[async_trait::async_trait]
+impl OutputStream for DeviceOutput {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        write(&self.call, &bytes, &self.ctx).map_err(|e| StreamError::LastOperationFailed(e.into()))
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 << 10)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for DeviceOutput {
+    async fn ready(&mut self) {}
+}
+
+/// The device's input stream: the answer, made when first waited for.
+pub struct DeviceInput {
+    pub call: Arc<Mutex<DeviceCall>>,
+    pub ctx: DeviceContext,
+}
+
+#[async_trait::async_trait]
+impl InputStream for DeviceInput {
+    fn read(&mut self, size: usize) -> StreamResult<Bytes> {
+        let answered = lock(&self.call).answer.is_some();
+        if !answered {
+            // Not made yet: nothing to read until `ready`.
+            return Ok(Bytes::new());
+        }
+        let (bytes, _) = read(&self.call, size);
+        if bytes.is_empty() && size > 0 {
+            return Err(StreamError::Closed);
+        }
+        Ok(Bytes::from(bytes))
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for DeviceInput {
+    async fn ready(&mut self) {
+        answer(&self.call, &self.ctx).await;
+    }
+}

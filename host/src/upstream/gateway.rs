@@ -1,0 +1,533 @@
+//! The gateway between the sandbox and the upstream servers: it starts their
+//! connections, publishes what programs may call (the catalog and the `/tools`
+//! directory), and makes each call a program asks for through the device, after the
+//! checks that keep the sandbox to its allow-lists and caps.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::answer::{Answer, Failure};
+use super::catalog::{Catalog, ServerView};
+use super::config::ToolsConfig;
+use super::connection::{Link, Upstream};
+use crate::metrics::Exposition;
+
+/// Tool calls one run may make, by default.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 100;
+/// The largest request a program may write to the device, by default.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
+/// The largest answer a tool may give, by default.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 << 20;
+
+/// The gateway's caps.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    pub max_calls_per_run: u32,
+    pub max_request_bytes: usize,
+    pub max_answer_bytes: usize,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        GatewaySettings {
+            max_calls_per_run: DEFAULT_MAX_TOOL_CALLS,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+        }
+    }
+}
+
+/// What is published now: the catalog, and the directory shown at `/tools`.
+struct Published {
+    catalog: Arc<Catalog>,
+    dir: Arc<PathBuf>,
+}
+
+pub struct Gateway {
+    upstreams: Vec<Arc<Upstream>>,
+    pub settings: GatewaySettings,
+    /// Where the generated `/tools` directories are written (one per change); removed
+    /// with the gateway.
+    root: tempfile::TempDir,
+    generation: AtomicU64,
+    published: Mutex<Published>,
+    /// Woken when any server's link changes.
+    changed: Arc<Notify>,
+    /// Woken after each publication (for whoever tells MCP clients).
+    pub republished: Arc<Notify>,
+    stop: CancellationToken,
+    calls: Mutex<BTreeMap<(String, String, &'static str), u64>>,
+}
+
+impl Gateway {
+    /// Starts connecting to every server of `config` (in the background: an upstream
+    /// that cannot start never stops runbox's own start) and publishes `/tools` in a
+    /// directory of its own. Must be called within a tokio runtime.
+    pub fn start(config: ToolsConfig, settings: GatewaySettings) -> std::io::Result<Arc<Gateway>> {
+        let root = tempfile::Builder::new().prefix("runbox-tools-").tempdir()?;
+        let upstreams: Vec<Arc<Upstream>> = config.servers.into_iter().map(Upstream::new).collect();
+        let gateway = Arc::new(Gateway {
+            upstreams,
+            settings,
+            root,
+            generation: AtomicU64::new(0),
+            published: Mutex::new(Published {
+                catalog: Arc::new(Catalog::default()),
+                dir: Arc::new(PathBuf::new()),
+            }),
+            changed: Arc::new(Notify::new()),
+            republished: Arc::new(Notify::new()),
+            stop: CancellationToken::new(),
+            calls: Mutex::new(BTreeMap::new()),
+        });
+        gateway.publish()?;
+        for upstream in &gateway.upstreams {
+            tokio::spawn(upstream.clone().supervise(
+                gateway.settings.max_answer_bytes,
+                gateway.changed.clone(),
+                gateway.stop.clone(),
+            ));
+        }
+        let weak = Arc::downgrade(&gateway);
+        let changed = gateway.changed.clone();
+        let stop = gateway.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = changed.notified() => {}
+                    _ = stop.cancelled() => return,
+                }
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                if let Err(e) = gateway.publish() {
+                    tracing::error!("cannot write the /tools directory: {e}");
+                }
+            }
+        });
+        Ok(gateway)
+    }
+
+    /// Stops every connection (their stdio servers are killed).
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Waits until no server is still connecting (each connected or failed), at most
+    /// `limit`: so that the first listing a client sees has the tools.
+    pub async fn settled(&self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let waiting = self.changed_or_republished();
+                if !self
+                    .upstreams
+                    .iter()
+                    .any(|u| matches!(u.link(), Link::Connecting))
+                {
+                    return;
+                }
+                waiting.await;
+            }
+        })
+        .await;
+    }
+
+    fn changed_or_republished(&self) -> impl std::future::Future<Output = ()> + '_ {
+        let notified = self.republished.notified();
+        async move {
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .catalog
+            .clone()
+    }
+
+    /// The directory shown at `/tools` to stores made now.
+    pub fn dir(&self) -> Arc<PathBuf> {
+        self.published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .dir
+            .clone()
+    }
+
+    fn current_catalog(&self) -> Catalog {
+        let servers = self
+            .upstreams
+            .iter()
+            .map(|u| {
+                let (available, message, tools) = match u.link() {
+                    Link::Connecting => (false, Some("connecting".to_string()), Vec::new()),
+                    Link::Down { message } => (false, Some(message), Vec::new()),
+                    Link::Ready { tools, .. } => (true, None, tools),
+                };
+                ServerView {
+                    name: u.config.name.clone(),
+                    available,
+                    message,
+                    tools: tools
+                        .into_iter()
+                        .filter(|t| u.config.allow.allows(&t.name))
+                        .collect(),
+                }
+            })
+            .collect();
+        Catalog { servers }
+    }
+
+    /// Writes a new generation of the `/tools` directory and makes it current; the one
+    /// before it stays for stores that have it open, older ones go.
+    fn publish(&self) -> std::io::Result<()> {
+        let catalog = self.current_catalog();
+        let n = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let dir = self.root.path().join(format!("tools-{n}"));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("README.md"), catalog.readme())?;
+        std::fs::write(dir.join("tools.json"), catalog.tools_json())?;
+        std::fs::write(dir.join("index.d.ts"), catalog.declarations())?;
+        // The device: an empty file whose opens the sandbox's filesystem turns into calls.
+        std::fs::write(dir.join(DEVICE_NAME), b"")?;
+        {
+            let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+            published.catalog = Arc::new(catalog);
+            published.dir = Arc::new(dir);
+        }
+        if n > 2 {
+            let _ = std::fs::remove_dir_all(self.root.path().join(format!("tools-{}", n - 2)));
+        }
+        self.republished.notify_waiters();
+        Ok(())
+    }
+
+    /// Makes the call `request` asks for (the device's bytes), and says how it went.
+    /// The caller races it against the run's deadline: dropping it cancels the call
+    /// upstream.
+    pub async fn call(&self, request: &[u8]) -> Answer {
+        let (server, tool, answer) = self.checked_call(request).await;
+        self.count(&server, &tool, answer.status);
+        answer
+    }
+
+    async fn checked_call(&self, request: &[u8]) -> (String, String, Answer) {
+        let unknown = || (String::from("-"), String::from("-"));
+        if request.len() > self.settings.max_request_bytes {
+            let (s, t) = unknown();
+            let message = format!(
+                "the request is {} bytes, over the {} byte cap on a tool call's request",
+                request.len(),
+                self.settings.max_request_bytes
+            );
+            return (s, t, Answer::failed(Failure::Limit, message));
+        }
+        let (server, tool, arguments) = match parse_request(request) {
+            Ok(p) => p,
+            Err(message) => {
+                let (s, t) = unknown();
+                return (s, t, Answer::failed(Failure::BadRequest, message));
+            }
+        };
+        let Some(upstream) = self.upstreams.iter().find(|u| u.config.name == server) else {
+            let names: Vec<&str> = self
+                .upstreams
+                .iter()
+                .map(|u| u.config.name.as_str())
+                .collect();
+            let message = format!(
+                "no server is named `{server}`; the servers are: {}",
+                names.join(", ")
+            );
+            let (s, t) = unknown();
+            return (s, t, Answer::failed(Failure::UnknownServer, message));
+        };
+        let (server_label, tool_label) = Gateway::labels(upstream, &tool);
+        let answer = self.allowed_call(upstream, &tool, arguments).await;
+        (server_label, tool_label, answer)
+    }
+
+    /// How a call is labelled in /metrics: names a program made up (a tool off the list,
+    /// or one its server does not list) are `-`, so that programs cannot grow the
+    /// counters without bound.
+    fn labels(upstream: &Upstream, tool: &str) -> (String, String) {
+        let listed = upstream.config.allow.allows(tool)
+            && matches!(upstream.link(), Link::Ready { tools, .. } if tools.iter().any(|t| t.name == tool));
+        let tool = if listed {
+            tool.to_string()
+        } else {
+            "-".to_string()
+        };
+        (upstream.config.name.clone(), tool)
+    }
+
+    /// The call of `tool` on `upstream`, if its allow-list has it.
+    async fn allowed_call(&self, upstream: &Upstream, tool: &str, arguments: JsonObject) -> Answer {
+        let server = &upstream.config.name;
+        if !upstream.config.allow.allows(tool) {
+            let message = format!(
+                "`{tool}` of `{server}` is not on the server's allow-list; allowed: {}",
+                upstream.config.allow.describe()
+            );
+            return Answer::failed(Failure::NotAllowed, message);
+        }
+        let peer = loop {
+            let waiting = self.changed_or_republished();
+            match upstream.link() {
+                Link::Ready { peer, .. } => break peer,
+                Link::Down { message } => {
+                    let message = format!("the server `{server}` is unavailable: {message}");
+                    return Answer::failed(Failure::Unavailable, message);
+                }
+                Link::Connecting => waiting.await,
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = Some(arguments);
+        let answer = match peer.call_tool_once(params).await {
+            Ok(CallToolResponse::Complete(result)) => Answer::from_result(result),
+            Ok(_) => Answer::failed(
+                Failure::Unavailable,
+                format!("`{server}` answered `{tool}` with a task or a request for input, which runbox does not take from upstream servers"),
+            ),
+            Err(e) => {
+                // The transport's own error may name the server's URL: it goes to the log.
+                tracing::warn!(server = %server, tool = %tool, "an upstream tool call failed: {e}");
+                let (kind, why) = match upstream.ended_because() {
+                    Some(why) => (Failure::Limit, why),
+                    None if e.to_string().to_lowercase().contains("too large")
+                        || e.to_string().to_lowercase().contains("exceed") =>
+                    {
+                        (
+                            Failure::Limit,
+                            format!(
+                                "its answer is larger than the {} byte cap on a tool's answer (--max-tool-result-bytes)",
+                                self.settings.max_answer_bytes
+                            ),
+                        )
+                    }
+                    None => (
+                        Failure::Unavailable,
+                        "the connection to the server ended or failed during the call (runbox's log says why); it is being connected again".to_string(),
+                    ),
+                };
+                Answer::failed(kind, format!("the call to `{tool}` of `{server}` failed: {why}"))
+            }
+        };
+        if answer.bytes.len() > self.settings.max_answer_bytes {
+            let message = format!(
+                "the answer of `{tool}` is {} bytes, over the {} byte cap on a tool's answer",
+                answer.bytes.len(),
+                self.settings.max_answer_bytes
+            );
+            return Answer::failed(Failure::Limit, message);
+        }
+        answer
+    }
+
+    /// Counts a call that never reached [`Gateway::call`] (the run's cap, its deadline).
+    pub fn count(&self, server: &str, tool: &str, status: &'static str) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        *calls
+            .entry((server.to_string(), tool.to_string(), status))
+            .or_default() += 1;
+    }
+
+    /// Writes `runbox_tool_calls_total{server,tool,status}`.
+    pub fn write_metrics(&self, out: &mut Exposition) {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        out.family(
+            "runbox_tool_calls_total",
+            "counter",
+            "Tool calls programs made through /tools/call, by upstream server, tool and status.",
+        );
+        for ((server, tool, status), n) in calls.iter() {
+            out.sample(
+                "runbox_tool_calls_total",
+                &[("server", server), ("tool", tool), ("status", status)],
+                *n as f64,
+            );
+        }
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .upstreams
+            .iter()
+            .map(|u| u.config.name.as_str())
+            .collect();
+        f.debug_struct("Gateway")
+            .field("servers", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The device's file name in the `/tools` directory.
+pub const DEVICE_NAME: &str = "call";
+
+/// `(server, tool, arguments)` of a device request.
+fn parse_request(request: &[u8]) -> Result<(String, String, JsonObject), String> {
+    let value: Value = serde_json::from_slice(request).map_err(|e| {
+        format!("the request is not JSON ({e}); write {{\"server\": …, \"tool\": …, \"arguments\": {{…}}}}")
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(
+            "the request must be a JSON object {\"server\", \"tool\", \"arguments\"}".into(),
+        );
+    };
+    let text = |obj: &mut JsonObject, key: &str| match obj.remove(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(format!("the request's `{key}` must be a non-empty string")),
+    };
+    let server = text(&mut obj, "server")?;
+    let tool = text(&mut obj, "tool")?;
+    let arguments = match obj.remove("arguments") {
+        None | Some(Value::Null) => JsonObject::new(),
+        Some(Value::Object(a)) => a,
+        Some(_) => return Err("the request's `arguments` must be a JSON object".into()),
+    };
+    Ok((server, tool, arguments))
+}
+
+/// One run's use of the gateway: how many calls it made (a session's sandbox starts
+/// counting again at each call, see `Sandbox::begin_call`).
+pub struct ToolCalls {
+    pub gateway: Arc<Gateway>,
+    made: AtomicU32,
+}
+
+impl ToolCalls {
+    pub fn new(gateway: Arc<Gateway>) -> Arc<ToolCalls> {
+        Arc::new(ToolCalls {
+            gateway,
+            made: AtomicU32::new(0),
+        })
+    }
+
+    pub fn begin_call(&self) {
+        self.made.store(0, Ordering::SeqCst);
+    }
+
+    /// Takes one call of the run's cap; `Err` with the answer past it.
+    pub fn take_one(&self) -> Result<(), Answer> {
+        let max = self.gateway.settings.max_calls_per_run;
+        if self.made.fetch_add(1, Ordering::SeqCst) >= max {
+            self.gateway.count("-", "-", Failure::Limit.as_str());
+            return Err(Answer::failed(
+                Failure::Limit,
+                format!("this run already made {max} tool calls, the most one run may make (--max-tool-calls)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The directory to show at `/tools`.
+    pub fn dir(&self) -> Arc<PathBuf> {
+        self.gateway.dir()
+    }
+}
+
+/// Whether `dir` (a directory descriptor's file) is `tools_dir`.
+pub fn same_dir(dir: &std::fs::File, tools_dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (dir.metadata(), std::fs::metadata(tools_dir)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_checked() {
+        let (s, t, a) =
+            parse_request(br#"{"server":"e","tool":"add","arguments":{"a":1}}"#).unwrap();
+        assert_eq!((s.as_str(), t.as_str(), a.len()), ("e", "add", 1));
+        assert!(parse_request(br#"{"server":"e","tool":"add"}"#)
+            .unwrap()
+            .2
+            .is_empty());
+        for (bad, says) in [
+            (&b"nope"[..], "not JSON"),
+            (br#"[1]"#, "JSON object"),
+            (br#"{"tool":"x"}"#, "`server`"),
+            (br#"{"server":"e","tool":""}"#, "`tool`"),
+            (
+                br#"{"server":"e","tool":"x","arguments":[1]}"#,
+                "`arguments`",
+            ),
+        ] {
+            let e = parse_request(bad).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn calls_are_refused_before_any_upstream_is_asked() {
+        let config = ToolsConfig::parse(
+            "[servers.e]\ncommand = \"/nonexistent/runbox-test-server\"\nallow = [\"add\"]\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let g = Gateway::start(config, GatewaySettings::default()).unwrap();
+        let answer = |a: Answer| serde_json::from_slice::<Value>(&a.bytes).unwrap();
+        let a = answer(
+            g.call(br#"{"server":"e","tool":"rm","arguments":{}}"#)
+                .await,
+        );
+        assert_eq!(a["error"], "not_allowed");
+        assert!(
+            a["message"].as_str().unwrap().contains("allowed: add"),
+            "{a}"
+        );
+        let a = answer(g.call(br#"{"server":"x","tool":"rm"}"#).await);
+        assert_eq!(a["error"], "unknown_server");
+        g.settled(Duration::from_secs(10)).await;
+        let a = answer(g.call(br#"{"server":"e","tool":"add"}"#).await);
+        assert_eq!(a["error"], "unavailable", "{a}");
+        assert!(
+            a["message"].as_str().unwrap().contains("cannot start"),
+            "{a}"
+        );
+        let dir = g.dir();
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains("Unavailable: its command could not be started"),
+            "{readme}"
+        );
+        assert!(!readme.contains("nonexistent"), "{readme}");
+        assert!(dir.join(DEVICE_NAME).exists());
+        let calls = ToolCalls::new(g.clone());
+        for _ in 0..DEFAULT_MAX_TOOL_CALLS {
+            calls.take_one().unwrap();
+        }
+        let over = answer(calls.take_one().unwrap_err());
+        assert!(
+            over["message"]
+                .as_str()
+                .unwrap()
+                .contains("already made 100"),
+            "{over}"
+        );
+        calls.begin_call();
+        calls.take_one().expect("a new call counts again");
+        g.stop();
+    }
+}
