@@ -19,7 +19,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(cli::exit_on_bad_arguments(&e)),
+    };
     // The compiling child needs no async runtime; start it at once.
     if let cli::Command::CompileProgram { compiler, output } = &cli.command {
         let code = runbox::sandbox::program::compile_program_child(*compiler, output);

@@ -382,14 +382,26 @@ fn the_terminal_gets_the_whole_output_and_big_files() {
     assert_eq!(hex::encode(sha2::Sha256::digest(&big)), lines[20000]);
 }
 
-/// What `--help` shows, by section: the commands (first word of each line under
-/// `Commands:`, but `help`) and the flags (`--name` of each line under `Options:`, but
-/// `--help` and `--version`).
-fn help_of(args: &[&str]) -> (Vec<String>, Vec<String>) {
+/// What `--help` shows, by section.
+struct Help {
+    /// The first word of each line under `Commands:`, but `help`.
+    commands: Vec<String>,
+    /// The `--name` of each line under `Options:` (the command's own), but `--help` and
+    /// `--version`.
+    own: Vec<String>,
+    /// The `--name` of each line under `Global options:`.
+    global: Vec<String>,
+}
+
+fn help_of(args: &[&str]) -> Help {
     let out = runbox_cmd().args(args).arg("--help").output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let help = text(&out.stdout);
-    let (mut commands, mut flags) = (Vec::new(), Vec::new());
+    let mut parsed = Help {
+        commands: Vec::new(),
+        own: Vec::new(),
+        global: Vec::new(),
+    };
     let mut section = "";
     for line in help.lines() {
         if line.ends_with(':') && !line.starts_with(' ') {
@@ -397,27 +409,24 @@ fn help_of(args: &[&str]) -> (Vec<String>, Vec<String>) {
             continue;
         }
         let trimmed = line.trim_start();
+        let flag = trimmed
+            .split([' ', ','])
+            .find(|w| w.starts_with("--") && w.len() > 2)
+            .filter(|f| *f != "--help" && *f != "--version")
+            .map(str::to_string);
         match section {
             "Commands:" if line.starts_with("  ") => {
                 let name = trimmed.split_whitespace().next().unwrap_or_default();
                 if name != "help" {
-                    commands.push(name.to_string());
+                    parsed.commands.push(name.to_string());
                 }
             }
-            "Options:" => {
-                if let Some(flag) = trimmed
-                    .split([' ', ','])
-                    .find(|w| w.starts_with("--") && w.len() > 2)
-                {
-                    if flag != "--help" && flag != "--version" {
-                        flags.push(flag.to_string());
-                    }
-                }
-            }
+            "Options:" => parsed.own.extend(flag),
+            "Global options:" => parsed.global.extend(flag),
             _ => {}
         }
     }
-    (commands, flags)
+    parsed
 }
 
 /// The README's command block, its global options and its settings table name every
@@ -432,11 +441,13 @@ fn the_readme_names_every_command_and_flag() {
     let globals = after("Global options:");
     let globals = &globals[..globals.find("\n\n").unwrap()];
     let settings = after("### Settings");
-    let (commands, global_flags) = help_of(&[]);
+    let top = help_of(&[]);
+    let (commands, global_flags) = (top.commands, top.global);
     assert!(commands.len() >= 5, "{commands:?}");
+    assert!(global_flags.len() >= 5, "{global_flags:?}");
     for command in &commands {
         if command == "plugins" {
-            for sub in help_of(&["plugins"]).0 {
+            for sub in help_of(&["plugins"]).commands {
                 assert!(
                     block.contains(&format!("runbox plugins {sub}")),
                     "`plugins {sub}` not in {block}"
@@ -459,26 +470,102 @@ fn the_readme_names_every_command_and_flag() {
         .lines()
         .find(|l| l.starts_with("runbox run "))
         .unwrap();
-    for flag in help_of(&["run"])
-        .1
-        .iter()
-        .filter(|f| !global_flags.contains(f))
-    {
+    for flag in &help_of(&["run"]).own {
         assert!(
             run_line.contains(flag.as_str()),
             "run's {flag} not in: {run_line}"
         );
     }
-    for flag in help_of(&["mcp"])
-        .1
-        .iter()
-        .filter(|f| !global_flags.contains(f))
-    {
+    let repl_line = block
+        .lines()
+        .find(|l| l.starts_with("runbox repl "))
+        .unwrap();
+    for flag in &help_of(&["repl"]).own {
+        assert!(
+            repl_line.contains(flag.as_str()),
+            "repl's {flag} not in: {repl_line}"
+        );
+    }
+    for flag in &help_of(&["mcp"]).own {
         assert!(
             settings.contains(&format!("| `{flag}")),
             "mcp's {flag} is not in the README's settings table"
         );
     }
+}
+
+/// `--help` of every command shows the global flags under their own heading, apart from
+/// the command's own: all of them there, none of them among the command's.
+#[test]
+fn help_keeps_global_options_apart() {
+    let global = help_of(&[]).global;
+    assert!(global.contains(&"--cache-dir".to_string()), "{global:?}");
+    for args in [
+        &["run"][..],
+        &["repl"],
+        &["mcp"],
+        &["runtimes"],
+        &["plugins", "fetch"],
+    ] {
+        let help = help_of(args);
+        assert_eq!(help.global, global, "{args:?}");
+        for flag in &help.own {
+            assert!(
+                !global.contains(flag),
+                "{args:?}: global {flag} under Options"
+            );
+        }
+    }
+    assert!(help_of(&["run"]).own.contains(&"--timeout".to_string()));
+    assert!(help_of(&["mcp"])
+        .own
+        .contains(&"--max-concurrent".to_string()));
+}
+
+/// A bad command line exits 125 ("runbox itself failed", as README and `--help` say),
+/// not clap's 2, with clap's message naming the argument; `--help` and `--version` exit 0.
+#[test]
+fn bad_arguments_exit_125() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "python", "x.py", "--bogus"], "--bogus"),
+        (&["mcp", "--max-concurrent", "abc"], "abc"),
+        (&["repl", "python", "--timeout", "soon"], "soon"),
+        (&["run"], "<RUNTIME>"),
+        (&["frobnicate"], "frobnicate"),
+        (&["--program-compiler", "gcc", "runtimes"], "gcc"),
+        (&[], "Usage"),
+    ];
+    for (args, named) in cases {
+        let out = runbox_cmd()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?} names {named}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A bad value from the environment is a bad argument too.
+    let out = runbox_cmd()
+        .arg("mcp")
+        .env("RUNBOX_MAX_CONCURRENT", "many")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["run", "--help"],
+        &["help", "mcp"],
+    ] {
+        let out = runbox_cmd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+    let help = text(&runbox_cmd().arg("--help").output().unwrap().stdout);
+    assert!(help.contains("Bad arguments exit 125"), "{help}");
 }
 
 /// A program in a file reads what is piped into `runbox run`; `--stdin -` says so
@@ -636,4 +723,123 @@ fn the_repl_in_a_terminal() {
         text(&out.stdout),
         text(&out.stderr)
     );
+}
+
+/// Each `--flag` line of a `--help`, with its `[env: NAME…]` and `[default: VALUE]`.
+fn help_defaults(args: &[&str]) -> Vec<(String, Option<String>, Option<String>)> {
+    let out = runbox_cmd().args(args).arg("--help").output().unwrap();
+    let help = text(&out.stdout);
+    let between = |line: &str, start: &str, end: char| {
+        line.find(start).map(|i| {
+            let rest = &line[i + start.len()..];
+            rest[..rest.find(end).unwrap_or(rest.len())].to_string()
+        })
+    };
+    help.lines()
+        .filter_map(|line| {
+            let flag = line
+                .trim_start()
+                .split([' ', ','])
+                .find(|w| w.starts_with("--") && w.len() > 2)?;
+            Some((
+                flag.to_string(),
+                between(line, "[env: ", ']')
+                    .map(|e| e.split('=').next().unwrap_or_default().to_string()),
+                between(line, "[default: ", ']'),
+            ))
+        })
+        .collect()
+}
+
+/// What README and docs/scale-out.md say agrees with the code: the settings table's
+/// variables and numeric defaults are those `runbox mcp --help` shows, the idle HTTP
+/// session's end and the session store's lease are the code's constants, replicas with a
+/// session store are not said to lose their sessions, and `runbox run` and `runbox repl`
+/// are told under headings of their own in "Command line".
+#[test]
+fn the_docs_agree_with_the_code() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let scale_out = std::fs::read_to_string(format!("{root}/docs/scale-out.md")).unwrap();
+
+    // The settings table against `runbox mcp --help`.
+    let settings = &readme[readme.find("### Settings").unwrap()..];
+    let settings = &settings[..settings.find("\n\n###").unwrap()];
+    let mut checked = 0;
+    for (flag, env, default) in help_defaults(&["mcp"]) {
+        let Some(row) = settings.lines().find(|l| {
+            l.starts_with(&format!("| `{flag}`")) || l.starts_with(&format!("| `{flag} "))
+        }) else {
+            continue; // the_readme_names_every_command_and_flag says which are missing
+        };
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if let Some(env) = env {
+            assert_eq!(cells[2], format!("`{env}`"), "{flag}'s variable: {row}");
+        }
+        let (Some(default), Ok(documented)) = (default, cells[3].parse::<f64>()) else {
+            continue;
+        };
+        let default: f64 = default
+            .parse()
+            .unwrap_or_else(|_| panic!("{flag}: {default}"));
+        assert_eq!(documented, default, "{flag}'s default: {row}");
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} defaults checked");
+
+    // An idle protocol session of a handshake-era HTTP client.
+    let keep_alive = runbox::mcp::http_sessions::KEEP_ALIVE.as_secs();
+    assert!(
+        readme.contains(&format!(
+            "idle protocol session is dropped after {keep_alive} s"
+        )),
+        "README must say an idle HTTP session is dropped after {keep_alive} s"
+    );
+    assert!(!readme.contains("five minutes"));
+
+    // Replicas and the session store.
+    assert!(!scale_out.contains("not durable"), "docs/scale-out.md");
+    assert!(
+        !scale_out.contains("There is no store"),
+        "docs/scale-out.md"
+    );
+    let lease = runbox::session::store::LEASE_FRESH.as_secs();
+    assert!(
+        scale_out.contains(&format!("lease is stale, {lease} s"))
+            && scale_out.contains(&format!("go stale ({lease} s)")),
+        "docs/scale-out.md must give the lease's {lease} s"
+    );
+    let failures = &scale_out[scale_out.find("## Failure modes").unwrap()..];
+    let crash = failures
+        .lines()
+        .find(|l| l.starts_with("| a replica crashes"))
+        .unwrap();
+    let drain = failures
+        .lines()
+        .find(|l| l.starts_with("| a replica drains"))
+        .unwrap();
+    for row in [crash, drain] {
+        assert!(row.contains("session store"), "{row}");
+    }
+
+    // `runbox run` and `runbox repl` under their own headings in "Command line".
+    let command_line = &readme[readme.find("\n## Command line\n").unwrap() + 1..];
+    let command_line = &command_line[..command_line.find("\n## ").unwrap()];
+    for (heading, opening) in [
+        (
+            "### `runbox run`",
+            "`runbox run` prints the program's output",
+        ),
+        ("### `runbox repl`", "`runbox repl RUNTIME` opens a session"),
+    ] {
+        let section = &command_line[command_line
+            .find(&format!("\n{heading}\n"))
+            .unwrap_or_else(|| panic!("no {heading} in Command line"))..];
+        let section = &section[..section[1..].find("\n#").map_or(section.len(), |i| i + 1)];
+        assert!(
+            section.contains(opening),
+            "{heading} does not hold {opening:?}"
+        );
+        assert_eq!(readme.matches(opening).count(), 1, "{opening:?} once");
+    }
 }

@@ -830,20 +830,101 @@ fn replicas_share_a_session_store_on_a_read_write_many_volume() {
     assert_eq!(modes, ["ReadWriteMany"], "every replica mounts it at once");
 }
 
-/// `deploy/release` packs the binary into an archive whose checksum holds and whose
-/// runbox runs a program (with this cache, so nothing is fetched again).
+/// deploy/README.md says what a cluster needs changed: the claim's `ReadWriteMany` without
+/// a storage class (a default class of block disks leaves it Pending; the per-replica
+/// alternative's `volumeClaimTemplates` snippet is valid and names the mount the
+/// container uses), and the image's local name (the kustomization's `images:` example
+/// names the image the StatefulSet uses).
+#[test]
+fn the_kubernetes_docs_say_what_a_cluster_must_change() {
+    let m = manifests();
+    let r = replicas(&m);
+    let doc = read("deploy/README.md");
+    let kubernetes = &doc[doc.find("## Kubernetes").unwrap()..];
+
+    let image = s(&r.container["image"]);
+    let (name, _) = image.split_once(':').unwrap_or((image, ""));
+    assert!(kubernetes.contains(&format!("`image: {image}`")), "{image}");
+    assert!(
+        kubernetes.contains(&format!("kustomize edit set image {name}=")),
+        "how to name the pushed image"
+    );
+    assert!(
+        read("deploy/kubernetes/kustomization.yaml").contains(&format!("#   - name: {name}\n")),
+        "kustomization.yaml's images: example names {name}"
+    );
+
+    let claim = m.object("PersistentVolumeClaim", "runbox-sessions");
+    assert!(
+        claim["spec"]["storageClassName"].is_null(),
+        "the claim names a class now: say so in deploy/README.md"
+    );
+    for words in [
+        "ReadWriteMany",
+        "`storageClassName`",
+        "`Pending`",
+        "`ReadWriteOnce`",
+    ] {
+        assert!(kubernetes.contains(words), "deploy/README.md: {words}");
+    }
+    let snippet = &kubernetes[kubernetes.find("```yaml\n").expect("a yaml snippet") + 8..];
+    let snippet = &snippet[..snippet.find("```").unwrap()];
+    let snippet: Value = serde_yaml::from_str(snippet).expect("the snippet is YAML");
+    let template = &seq(&snippet["volumeClaimTemplates"])[0];
+    let mount = flag(&args(r.container), "--session-store").unwrap();
+    let mounted = seq(&r.container["volumeMounts"])
+        .iter()
+        .find(|v| s(&v["mountPath"]) == mount)
+        .unwrap();
+    assert_eq!(template["metadata"]["name"], mounted["name"]);
+    let modes: Vec<&str> = seq(&template["spec"]["accessModes"])
+        .iter()
+        .map(s)
+        .collect();
+    assert_eq!(modes, ["ReadWriteOnce"]);
+    assert_eq!(
+        template["spec"]["resources"], claim["spec"]["resources"],
+        "the same size as the shared claim"
+    );
+}
+
+/// `deploy/release` packs a given binary (without running rustc) into an archive whose
+/// checksum holds, which ships deploy/ and every file its documents link to, and whose
+/// runbox runs a program (with this cache, so nothing is fetched again). The glibc the
+/// binary needs is no newer than the one README's "Install" names.
 #[test]
 fn the_release_archive_unpacks_to_a_working_runbox() {
+    // A rustc that fails and says so: given a binary, the script needs no Rust.
+    let fake = tempfile::tempdir().unwrap();
+    let marker = fake.path().join("rustc-ran");
+    let rustc = fake.path().join("rustc");
+    std::fs::write(
+        &rustc,
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&rustc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(std::iter::once(fake.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
     let out = Command::new("sh")
         .arg(repo().join("deploy/release"))
         .env("RUNBOX_RELEASE_BINARY", env!("CARGO_BIN_EXE_runbox"))
+        .env("PATH", path)
         .output()
         .expect("run deploy/release");
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !marker.exists(),
+        "deploy/release ran rustc although given a binary"
+    );
     let archive = PathBuf::from(text(&out.stdout).trim());
     let archive = repo().join(archive);
     let dir = archive.parent().unwrap();
     let name = archive.file_name().unwrap().to_str().unwrap();
+    assert!(name.contains(std::env::consts::ARCH), "{name}");
     let check = Command::new("sha256sum")
         .args(["-c", &format!("{name}.sha256")])
         .current_dir(dir)
@@ -859,12 +940,141 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
         .unwrap();
     assert!(tar.success());
     let top = unpacked.path().join(name.trim_end_matches(".tar.gz"));
-    for file in ["runbox", "README.md", "SECURITY.md", "docs/mcp.md"] {
+    for file in [
+        "runbox",
+        "README.md",
+        "SECURITY.md",
+        "docs/mcp.md",
+        "deploy/README.md",
+        "deploy/Containerfile",
+        "deploy/kubernetes/runbox.yaml",
+    ] {
         assert!(top.join(file).is_file(), "{file} missing from the archive");
     }
+    // Every relative link of every document in the archive names a file in it.
+    let mut documents = vec![top.clone()];
+    let mut links = 0;
+    while let Some(path) = documents.pop() {
+        if path.is_dir() {
+            documents.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let doc = std::fs::read_to_string(&path).unwrap();
+        for (i, _) in doc.match_indices("](") {
+            let target = &doc[i + 2..];
+            let target = &target[..target.find(')').unwrap_or(0)];
+            let target = target.split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.contains('{') {
+                continue;
+            }
+            links += 1;
+            let resolved = path.parent().unwrap().join(target);
+            assert!(
+                resolved.exists(),
+                "{} links to {target}, which the archive does not hold",
+                path.strip_prefix(&top).unwrap().display()
+            );
+        }
+    }
+    assert!(links >= 10, "only {links} links found");
+
+    // The glibc the binary asks for at most is the one README says it needs.
+    let binary = std::fs::read(top.join("runbox")).unwrap();
+    let needed = (0..binary.len().saturating_sub(8))
+        .filter(|&i| binary[i..].starts_with(b"GLIBC_2."))
+        .filter_map(|i| {
+            let digits: Vec<u8> = binary[i + 8..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .copied()
+                .collect();
+            String::from_utf8(digits).ok()?.parse::<u32>().ok()
+        })
+        .max();
+    let readme = read("README.md");
+    let install = &readme[readme.find("## Install").unwrap()..];
+    let install = &install[..install[3..].find("\n## ").unwrap()];
+    let documented = install
+        .find("glibc 2.")
+        .map(|i| {
+            install[i + 8..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse::<u32>()
+                .unwrap()
+        })
+        .expect("README's Install names the glibc the archive needs");
+    if let Some(needed) = needed {
+        assert!(
+            needed <= documented,
+            "the binary needs glibc 2.{needed}, README says 2.{documented}"
+        );
+    }
+    assert!(read("deploy/release").contains(&format!("2.{documented}")));
+
     let mut run = Command::new(top.join("runbox"));
     run.args(["--quiet", "run", "python", "-"])
         .env("RUNBOX_CACHE_DIR", crate::common::cache_dir());
     let ran = crate::common::output_with_stdin(&mut run, "print(6 * 7)");
     assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+}
+
+/// Whether `program` is on the PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// The library builds for a target without glibc: `cargo check --target
+/// x86_64-unknown-linux-musl -p runbox --lib` (musl's `setrlimit` takes an `int`, as
+/// macOS's does, not glibc's own type). It installs the target with rustup when it is
+/// missing, and uses its own target directory (target/musl-check) so it never waits on
+/// nor invalidates the release build. Costs about 2.5 minutes on 2 cores the first time
+/// (every dependency checked), 10 to 60 s after a change to runbox.
+#[test]
+fn the_library_builds_without_glibc() {
+    const TARGET: &str = "x86_64-unknown-linux-musl";
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .expect("rustup, to add the musl target");
+    if !text(&installed.stdout).lines().any(|t| t.trim() == TARGET) {
+        eprintln!("installing the {TARGET} target with rustup");
+        let add = Command::new("rustup")
+            .args(["target", "add", TARGET])
+            .output()
+            .unwrap();
+        assert!(
+            add.status.success(),
+            "rustup target add {TARGET}: {}",
+            text(&add.stderr)
+        );
+    }
+    let mut check = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    check
+        .args(["check", "--target", TARGET, "-p", "runbox", "--lib"])
+        .current_dir(repo())
+        .env("CARGO_TARGET_DIR", repo().join("target/musl-check"));
+    // zstd-sys compiles C; a check links nothing, so the host's compiler does when no musl
+    // cross compiler is installed.
+    if !on_path("x86_64-linux-musl-gcc") && !on_path("musl-gcc") {
+        check
+            .env("CC_x86_64_unknown_linux_musl", "cc")
+            .env("AR_x86_64_unknown_linux_musl", "ar");
+    }
+    let out = check.output().expect("run cargo check");
+    let log = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "cargo check --target {TARGET}:\n{}",
+        log.lines()
+            .filter(|l| !l.trim_start().starts_with("Checking")
+                && !l.trim_start().starts_with("Compiling"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

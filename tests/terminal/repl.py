@@ -5,7 +5,8 @@ and the session keeps its variables; the up arrow recalls the last line; history
 in the data directory; :save writes a file a block made; an unknown :command is refused;
 Ctrl-C at the prompt drops the line; Ctrl-D leaves with status 0; in `repl sqlite` a
 statement split over lines runs at its `;` and `.headers on` carries over; file names a
-program chose are shown escaped.
+program chose are shown escaped; in python a decorator line waits for its `def`, and an
+open triple-quoted string goes on over an empty line and runs as it closes.
 """
 
 import os
@@ -100,6 +101,37 @@ def python():
     assert "print(x + 1)" in history, history
 
 
+def python_blocks():
+    """A decorator waits for its `def`; a triple-quoted string continues the block over
+    an empty line and runs as soon as it closes."""
+    t = Terminal("python")
+    t.expect(">>> ")
+    t.send("import functools\r")
+    t.expect(">>> ", 2)
+    # One line at a time, each after its prompt, as typed.
+    for n, line in enumerate(["@functools.cache", "def f(n):", "    return n * 2"], 1):
+        t.send(line + "\r")
+        t.expect("... ", n)
+        time.sleep(0.5)
+    t.send("\r")
+    t.expect(">>> ", 3)
+    t.send("print(f(21), f(21), f.cache_info().hits)\r")
+    t.expect("42 42 1\n")
+    t.expect(">>> ", 4)
+    t.send('s = """one\r')
+    t.expect("... ", 4)
+    time.sleep(0.5)
+    t.send("\r")  # an empty line inside the string does not run the block
+    t.expect("... ", 5)
+    time.sleep(0.5)
+    t.send('three"""\r')
+    t.expect(">>> ", 5)
+    t.send("print(repr(s))\r")
+    t.expect("'one\\n\\nthree'")
+    assert "SyntaxError" not in t.text(), t.text()
+    assert t.leave() == 0, t.text()
+
+
 def hostile_file_names():
     """A program names its files: the REPL shows them escaped, so a name can neither
     retitle the window (OSC), clear the screen (CSI) nor forge a line."""
@@ -139,6 +171,7 @@ def sqlite():
 
 
 python()
+python_blocks()
 hostile_file_names()
 sqlite()
 print("repl in a terminal: ok")

@@ -37,7 +37,8 @@ pub const EXIT_TERMINATED: u8 = 127;
     version,
     about = "Run untrusted code in WebAssembly sandboxes: an MCP server and a command line",
     after_help = "Exit status of `runbox run`: the program's own exit code; 124 timeout; \
-                  125 runbox error; 126 crashed; 127 terminated (output or memory cap, Ctrl-C)."
+                  125 runbox error; 126 crashed; 127 terminated (output or memory cap, Ctrl-C). \
+                  Bad arguments exit 125 with every command."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -46,7 +47,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The heading `--help` shows the global flags under, apart from a command's own.
+pub const GLOBAL_HEADING: &str = "Global options";
+
+/// Prints what clap says about the command line (help, version, or a bad argument) and
+/// returns the exit status: 0 for help and version, [`EXIT_RUNBOX_ERROR`] for a bad
+/// argument (clap's own is 2), as README and `--help` say.
+pub fn exit_on_bad_arguments(e: &clap::Error) -> u8 {
+    // Printing fails only when stdout or stderr is closed: nothing left to tell.
+    let _ = e.print();
+    if e.use_stderr() {
+        EXIT_RUNBOX_ERROR
+    } else {
+        0
+    }
+}
+
 #[derive(Debug, Args)]
+#[command(next_help_heading = GLOBAL_HEADING)]
 pub struct GlobalArgs {
     /// A plugins.toml that replaces the built-in runtime list.
     #[arg(long, global = true, env = "RUNBOX_PLUGINS", value_name = "FILE")]

@@ -267,7 +267,9 @@ fn banner(runbox: &Runbox, runtime: &str, statements: Statements, id: &str) -> S
         .unwrap_or_default();
     let kept = match (keeps, statements) {
         (true, Statements::Sql) => "tables and settings carry over from one statement to the next",
-        (true, Statements::Lines) => "what a block defines carries over to the next ones",
+        (true, Statements::Lines | Statements::Python) => {
+            "what a block defines carries over to the next ones"
+        }
         (false, _) => "files carry over; each block runs anew",
     };
     format!(

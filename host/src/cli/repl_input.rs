@@ -2,7 +2,9 @@
 //! statements: SQL runs at the `;` that ends a statement (a `.command` at once); the
 //! others run a line as soon as it is entered unless it opens a block (it ends with `:`,
 //! `{`, `(`, `[`, `,`, `\`, ` do`, or, for the shell, ` then`, `else`, ` in`, `|`, `&&`,
-//! `||`), and then at the first empty line.
+//! `||`), and then at the first empty line. Python's blocks are also opened by a decorator
+//! line (`@cache`, which waits for its `def`), and a triple-quoted string left open
+//! continues the block over any lines, empty ones too, as in python3's own REPL.
 
 /// How a runtime's input ends a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,12 +14,17 @@ pub enum Statements {
     Sql,
     /// Lines, and blocks that an opening line starts and an empty line ends.
     Lines,
+    /// [`Statements::Lines`], and a decorator opens a block, and an open `"""`/`'''`
+    /// string goes on over empty lines.
+    Python,
 }
 
 impl Statements {
     pub fn of(runtime: &str, language: &str) -> Statements {
         if runtime == "sqlite" || language.eq_ignore_ascii_case("sql") {
             Statements::Sql
+        } else if language.eq_ignore_ascii_case("python") {
+            Statements::Python
         } else {
             Statements::Lines
         }
@@ -33,6 +40,11 @@ impl Statements {
                 "a line runs when entered, unless it opens a block (ends with `:`, `{`, `(`, \
                  `[`, `,`, `\\`, `do`, `then`, `else`, `in`, `|`, `&&` or `||`): then an \
                  empty line runs the block"
+            }
+            Statements::Python => {
+                "a line runs when entered, unless it opens a block (ends with `:`, `(`, `[`, \
+                 `{`, `,` or `\\`, is a decorator, or leaves a triple-quoted string open): \
+                 then an empty line runs the block (a string's own empty lines do not)"
             }
         }
     }
@@ -50,6 +62,52 @@ pub fn opens_block(line: &str) -> bool {
         // Ruby's `do |x|`; a shell pipeline or list (`|`, `||`, `&&`) going on below.
         || line.ends_with('|')
         || line.ends_with("&&")
+}
+
+/// Whether Python `text` ends inside a triple-quoted string (`"""` or `'''`), counting
+/// the quotes outside comments and one-line strings. Escapes are honoured; f-strings and
+/// raw strings are read as plain ones, which only their escapes could tell apart.
+fn python_string_open(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    // The quote that opened the string we are in, and whether it is tripled.
+    let mut open: Option<(char, bool)> = None;
+    while i < chars.len() {
+        let c = chars[i];
+        let tripled = |q: char| chars.get(i..i + 3) == Some(&[q, q, q][..]);
+        match open {
+            Some(_) if c == '\\' => i += 1,
+            Some((q, true)) if tripled(q) => {
+                open = None;
+                i += 2;
+            }
+            Some((q, false)) if c == q || c == '\n' => open = None,
+            Some(_) => {}
+            None if c == '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            None if c == '"' || c == '\'' => {
+                if tripled(c) {
+                    open = Some((c, true));
+                    i += 2;
+                } else {
+                    open = Some((c, false));
+                }
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    matches!(open, Some((_, true)))
+}
+
+/// Whether `line` is a Python decorator, which the `def` or `class` below completes.
+fn is_decorator(line: &str) -> bool {
+    line.trim_start()
+        .strip_prefix('@')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_alphabetic() || c == '_'))
 }
 
 /// Whether SQL `text` ends with a `;` outside quotes and comments.
@@ -143,6 +201,35 @@ impl Blocks {
                 self.pending.push(line.to_string());
                 None
             }
+            Statements::Python => {
+                if self.pending.is_empty() {
+                    if line.trim().is_empty() {
+                        return None;
+                    }
+                    if !opens_block(line) && !is_decorator(line) && !python_string_open(line) {
+                        return Some(line.to_string());
+                    }
+                    self.pending.push(line.to_string());
+                    return None;
+                }
+                let was_open = python_string_open(&self.pending.join("\n"));
+                if line.trim().is_empty() && !was_open {
+                    return self.finish();
+                }
+                self.pending.push(line.to_string());
+                // A string that was all that held the block open (`s = """…`) runs as
+                // soon as it closes, unless its last line opens a block of its own.
+                let first = &self.pending[0];
+                let string_only = !opens_block(first) && !is_decorator(first);
+                if was_open
+                    && string_only
+                    && !python_string_open(&self.pending.join("\n"))
+                    && !opens_block(line)
+                {
+                    return self.finish();
+                }
+                None
+            }
         }
     }
 
@@ -204,6 +291,55 @@ mod tests {
         ] {
             assert!(!opens_block(line), "{line}");
         }
+    }
+
+    /// Python: a decorator waits for its `def`; a triple-quoted string goes on over empty
+    /// lines and, when it was all that held the block open, runs as it closes.
+    #[test]
+    fn python_decorators_and_triple_quoted_strings() {
+        let mut b = Blocks::new(Statements::Python);
+        assert_eq!(b.push("@functools.cache"), None);
+        assert_eq!(b.push("def f(n):"), None);
+        assert_eq!(b.push("    return n"), None);
+        assert_eq!(
+            b.push(""),
+            Some("@functools.cache\ndef f(n):\n    return n\n".into())
+        );
+        assert_eq!(b.push("s = \"\"\"first"), None);
+        assert_eq!(b.push(""), None, "an empty line inside the string");
+        assert_eq!(
+            b.push("last\"\"\""),
+            Some("s = \"\"\"first\n\nlast\"\"\"\n".into())
+        );
+        assert_eq!(b.push("def g():"), None);
+        assert_eq!(b.push("    '''Doc."), None);
+        assert_eq!(b.push(""), None);
+        assert_eq!(
+            b.push("    More.'''"),
+            None,
+            "the def's block is still open"
+        );
+        assert_eq!(b.push("    return 1"), None);
+        assert_eq!(
+            b.push(""),
+            Some("def g():\n    '''Doc.\n\n    More.'''\n    return 1\n".into())
+        );
+        for closed in [
+            "s = '''one line'''",
+            "x = \"a\" + '''b'''  # \"\"\" in a comment",
+            "print('\"\"\"')",
+            "m = a @ b",
+            "@",
+        ] {
+            assert_eq!(b.push(closed), Some(closed.to_string()), "{closed}");
+        }
+        assert!(python_string_open("x = f'''{y}"));
+        assert!(!python_string_open("x = '''a\\''' '''"), "an escaped quote");
+        // Not python: `@x` is Ruby's instance variable, `\"\"\"` nothing special.
+        let mut ruby = Blocks::new(Statements::Lines);
+        assert_eq!(ruby.push("@count = 1"), Some("@count = 1".into()));
+        assert_eq!(Statements::of("python", "Python"), Statements::Python);
+        assert_eq!(Statements::of("ruby", "Ruby"), Statements::Lines);
     }
 
     #[test]

@@ -297,7 +297,14 @@ async fn run_compiler(
 /// The child's exit code for input that is not a valid program (its reason on stderr).
 pub const EXIT_INVALID_PROGRAM: i32 = 3;
 
-fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+/// The type of `setrlimit`'s resource argument: glibc's own enum type, a plain `int`
+/// elsewhere (musl, macOS, the BSDs).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+type RlimitResource = libc::c_int;
+
+fn set_limit(resource: RlimitResource, value: u64) -> std::io::Result<()> {
     let limit = libc::rlimit {
         rlim_cur: value,
         rlim_max: value,

