@@ -97,6 +97,10 @@ try:
     tools.failing.fail(message="boom")
 except tools.ToolError as e:
     print("ToolError", e.kind, e)
+try:
+    tools.everything.get_sum(a="two", b=3)
+except tools.ToolError as e:
+    print("ToolError", e.kind, "Input validation error" in str(e))
 """
 
 TYPESCRIPT_LINES = """
@@ -142,7 +146,7 @@ async def calls():
         out = completed(await run(s, "python", PYTHON_CALLS))
         assert out["stdout"].splitlines() == [
             "5", "Echo: hi", "['conditions', 'humidity', 'temperature'] int", "42", "True", "True",
-            "ToolError tool_error boom"], out["stdout"]
+            "ToolError tool_error boom", "ToolError tool_error True"], out["stdout"]
 
         out = completed(await run(s, "typescript", TYPESCRIPT_LINES))
         assert out["stdout"] == "4\ntrue not_allowed\n", out

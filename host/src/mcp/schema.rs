@@ -752,7 +752,8 @@ mod tests {
         assert_eq!(
             wire,
             json!({"type": "object", "properties": {
-                "runtimes": {"type": "array"}, "limits": {"type": "object"}}})
+                "runtimes": {"type": "array"}, "limits": {"type": "object"},
+                "tools": {"type": ["array", "null"]}}})
         );
         let run = Value::Object(run_code_output_on_the_wire().as_ref().clone());
         assert_eq!(

@@ -502,9 +502,11 @@ mod tests {
         g.settled(Duration::from_secs(10)).await;
         let a = answer(g.call(br#"{"server":"e","tool":"add"}"#).await);
         assert_eq!(a["error"], "unavailable", "{a}");
+        let message = a["message"].as_str().unwrap();
+        assert!(message.contains("could not be started"), "{a}");
         assert!(
-            a["message"].as_str().unwrap().contains("cannot start"),
-            "{a}"
+            !message.contains("nonexistent"),
+            "the command line stays out: {a}"
         );
         let dir = g.dir();
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
