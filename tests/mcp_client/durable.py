@@ -293,14 +293,15 @@ async def big_resumes_within_budget():
     mib = 1 << 20
     code = ("with open('big.bin', 'wb') as f:\n    for _ in range(240):\n"
             "        f.write(bytes(1 << 20))\nx = 7")
-    with HttpServer(*store_args()) as first:
+    # Its stop stores four 240 MB sessions.
+    with HttpServer(*store_args(), stop_timeout=60) as first:
         async with http_session(first.url) as s:
             sids = [await create(s, "python") for _ in range(4)]
             for sid in sids:
                 await ok(s, session_id=sid, code=code, timeout_seconds=30)
     stored = [n for n in os.listdir(STORE) if n.endswith(".session")]
     assert len(stored) >= 4, stored
-    with HttpServer(*store_args("--server-memory-mb", "768")) as second:
+    with HttpServer(*store_args("--server-memory-mb", "768"), stop_timeout=60) as second:
         before = peak_rss(second.proc.pid)
         async with http_session(second.url) as s, http_session(second.url) as other:
             results, slowest, done = {}, [0.0], anyio.Event()

@@ -224,7 +224,10 @@ async def stdio_session(*args, env=None, client=None):
 class HttpServer:
     """`runbox mcp --http 127.0.0.1:0 ARGS` as a child process; `url` once it listens."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, stop_timeout=10):
+        # How long SIGTERM may take: storing every session of a durable server writes
+        # what its sessions hold (a GB takes more than 10 s on a busy disk).
+        self.stop_timeout = stop_timeout
         self.proc = subprocess.Popen(
             [RUNBOX, "mcp", "--quiet", "--http", "127.0.0.1:0", *args],
             stdin=subprocess.DEVNULL,
@@ -245,10 +248,11 @@ class HttpServer:
     def close(self):
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise AssertionError("the HTTP server did not stop on SIGTERM within 10 s")
+            raise AssertionError(
+                f"the HTTP server did not stop on SIGTERM within {self.stop_timeout} s")
         out = self.proc.stdout.read()
         assert out == "", f"the HTTP server wrote to stdout: {out!r}"
 
