@@ -128,6 +128,7 @@ pub fn new_store(
                 calls: calls.clone(),
                 journal: run.journal.clone(),
                 dir,
+                memory: run.memory.clone(),
             }))
         }
         None => {

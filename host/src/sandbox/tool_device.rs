@@ -18,6 +18,7 @@ use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi_io::streams::StreamResult;
 
 use super::clock;
+use super::memory::{MemoryBudget, Reservation};
 use crate::session::Journal;
 use crate::upstream::answer::{Answer, Failure};
 use crate::upstream::gateway::DEVICE_NAME;
@@ -33,6 +34,8 @@ pub struct DeviceCall {
     /// The request passed the size cap (the rest was not kept).
     over: bool,
     answer: Option<Bytes>,
+    /// The answer's bytes, charged to the run's memory budget while this open holds them.
+    _charged: Option<Reservation>,
     read: usize,
 }
 
@@ -53,6 +56,8 @@ pub struct DeviceContext {
     pub journal: Option<Journal>,
     /// The `/tools` directory this store was shown.
     pub dir: Arc<PathBuf>,
+    /// The run's memory budget: answers held for reading are charged to it.
+    pub memory: MemoryBudget,
 }
 
 impl StoreDevices {
@@ -161,7 +166,25 @@ pub async fn answer(call: &Mutex<DeviceCall>, ctx: &DeviceContext) {
     } else {
         make_call(&request, ctx).await
     };
-    lock(call).answer = Some(Bytes::from(bytes));
+    // What the program has not read yet is the host's memory: the run pays for it.
+    let (bytes, charged) = match ctx.memory.reserve(bytes.len()) {
+        Some(charge) => (bytes, Some(charge)),
+        None => {
+            let refused = Answer::failed(
+                Failure::Limit,
+                format!(
+                    "the tool's answer ({} bytes) does not fit in the run's memory limit",
+                    bytes.len()
+                ),
+            )
+            .bytes;
+            let charge = ctx.memory.reserve(refused.len());
+            (refused, charge)
+        }
+    };
+    let mut c = lock(call);
+    c.answer = Some(Bytes::from(bytes));
+    c._charged = charged;
 }
 
 /// One call: replayed from the journal in a resumed session, else taken from the run's
@@ -285,5 +308,83 @@ impl InputStream for DeviceInput {
 impl Pollable for DeviceInput {
     async fn ready(&mut self) {
         answer(&self.call, &self.ctx).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upstream::config::ToolsConfig;
+    use crate::upstream::{Gateway, GatewaySettings};
+
+    fn context(memory: usize) -> (Arc<Gateway>, DeviceContext) {
+        let config = ToolsConfig::parse(
+            "[servers.e]\ncommand = \"/nonexistent/runbox-test-server\"\nallow = [\"add\"]\n",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let gateway = Gateway::start(config, GatewaySettings::default()).unwrap();
+        let ctx = DeviceContext {
+            calls: ToolCalls::new(gateway.clone()),
+            journal: None,
+            dir: gateway.dir(),
+            memory: MemoryBudget::new(memory),
+        };
+        (gateway, ctx)
+    }
+
+    fn read_all(call: &Mutex<DeviceCall>) -> String {
+        let (bytes, end) = read(call, 1 << 20);
+        assert!(end);
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_request_written_then_read_gets_its_answer_charged_to_the_run() {
+        let (gateway, ctx) = context(1 << 20);
+        let call = Mutex::new(DeviceCall::default());
+        write(&call, br#"{"server":"e","tool":"rm"}"#, &ctx).unwrap();
+        answer(&call, &ctx).await;
+        assert!(ctx.memory.used() > 0, "the answer is charged while held");
+        assert!(read_all(&call).contains("not_allowed"));
+        assert!(write(&call, b"more", &ctx).is_err(), "one call per open");
+        drop(call);
+        assert_eq!(ctx.memory.used(), 0, "and given back with the open");
+        gateway.stop();
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_the_runs_memory_is_refused() {
+        let (gateway, ctx) = context(64);
+        let call = Mutex::new(DeviceCall::default());
+        write(&call, br#"{"server":"e","tool":"rm"}"#, &ctx).unwrap();
+        answer(&call, &ctx).await;
+        assert!(read_all(&call).contains("does not fit in the run's memory limit"));
+        gateway.stop();
+    }
+
+    #[tokio::test]
+    async fn reading_before_writing_is_a_bad_request_and_an_unread_request_carries_over() {
+        let (gateway, ctx) = context(1 << 20);
+        let mut devices = StoreDevices::new(Some(ctx.clone()));
+        devices.opened(1);
+        let first = devices.get(1).unwrap();
+        answer(&first, &ctx).await;
+        assert!(read_all(&first).contains("bad_request"));
+        devices.closed(1);
+        devices.opened(2);
+        write(
+            &devices.get(2).unwrap(),
+            br#"{"server":"x","tool":"y"}"#,
+            &ctx,
+        )
+        .unwrap();
+        devices.closed(2);
+        devices.opened(3);
+        let third = devices.get(3).unwrap();
+        assert!(carries_request(&third));
+        answer(&third, &ctx).await;
+        assert!(read_all(&third).contains("unknown_server"));
+        gateway.stop();
     }
 }
