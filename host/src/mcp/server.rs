@@ -553,11 +553,20 @@ pub fn run_code_description(
 
 /// What run_code's description adds with code mode: a line per tool, and how to call one.
 pub fn tools_description(catalog: &crate::upstream::catalog::Catalog) -> String {
-    let lines: Vec<String> = catalog
-        .summary_lines()
-        .into_iter()
+    let all = catalog.summary_lines();
+    let mut lines: Vec<String> = all
+        .iter()
+        .take(DESCRIBED_TOOLS)
         .map(|l| format!("- {l}"))
         .collect();
+    // Every conversation carries the description: past a few dozen tools, the rest
+    // are where a program or a list_runtimes call finds them.
+    if all.len() > DESCRIBED_TOOLS {
+        lines.push(format!(
+            "- … and {} more (list_runtimes and /tools/README.md list them all)",
+            all.len() - DESCRIBED_TOOLS
+        ));
+    }
     format!(
         "\n\nPrograms may call these tools (list_runtimes has the current list; /tools/README.md \
          in the sandbox has it all, /tools/tools.json the schemas):\n{}\n\
@@ -570,6 +579,38 @@ pub fn tools_description(catalog: &crate::upstream::catalog::Catalog) -> String 
             lines.join("\n")
         }
     )
+}
+
+/// The most tool lines run_code's description holds.
+pub const DESCRIBED_TOOLS: usize = 40;
+
+#[cfg(test)]
+mod tools_description_tests {
+    use super::*;
+    use crate::upstream::catalog::{Catalog, ServerView};
+
+    #[test]
+    fn the_description_lists_a_few_dozen_tools_at_most() {
+        let tools = (0..100)
+            .map(|i| {
+                let mut t = rmcp::model::Tool::default();
+                t.name = format!("tool{i}").into();
+                t
+            })
+            .collect();
+        let catalog = Catalog {
+            servers: vec![ServerView {
+                name: "big".into(),
+                available: true,
+                message: None,
+                tools,
+            }],
+        };
+        let d = tools_description(&catalog);
+        assert!(d.contains("- big.tool39(): "), "{d}");
+        assert!(!d.contains("tool40("), "{d}");
+        assert!(d.contains("… and 60 more"), "{d}");
+    }
 }
 
 /// `create_session`'s description: which runtimes keep state, and how sessions end.
