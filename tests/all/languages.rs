@@ -187,3 +187,24 @@ async fn prolog_runs_a_program_and_reports_its_errors() {
     assert_eq!(out.exit_code, Some(3), "{out:?}");
     assert_eq!(out.stdout(), "bye\n");
 }
+
+/// Issue 29, point 3: Trealla reports running out of memory as a failure ("goal failed:
+/// main"); the result's notice says what the host saw, and a plain failure has none.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_prolog_recursion_says_it_ran_out_of_memory() {
+    let out = run(
+        "prolog",
+        ":- initialization(main).\nloop(X) :- loop([X|X]).\nmain :- loop(a).\n",
+    )
+    .await;
+    assert_eq!(out.exit_code, Some(1), "{out:?}");
+    let notice = out.notice.as_deref().unwrap_or_default();
+    assert!(
+        notice.contains("memory limit (512 MiB) refused an allocation")
+            && notice.contains("ran out of memory"),
+        "{out:?}"
+    );
+    let out = run("prolog", ":- initialization(main).\nmain :- fail.\n").await;
+    assert_eq!(out.exit_code, Some(1), "{out:?}");
+    assert_eq!(out.notice, None, "a plain failure: {out:?}");
+}

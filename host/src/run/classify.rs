@@ -85,6 +85,7 @@ pub fn classify(
             Some("cancelled by the client".into()),
         ),
     };
+    let memory_refused = run.memory.was_exceeded() || run.memory.parent_was_exceeded();
     RunOutcome {
         status,
         exit_code,
@@ -95,10 +96,32 @@ pub fn classify(
         build_time: Duration::ZERO,
         output,
         files: Vec::new(),
-        memory_refused: run.memory.was_exceeded() || run.memory.parent_was_exceeded(),
+        memory_refused,
         held: Default::default(),
-        notice: None,
+        notice: refused_memory_note(status, exit_code, memory_refused, run),
     }
+}
+
+/// What a program that failed after the memory limit refused it is told: some runtimes
+/// report running out of memory as an ordinary failure (Trealla's endless recursion ends
+/// "goal failed"), so the result says what the host saw, for every runtime alike.
+fn refused_memory_note(
+    status: RunStatus,
+    exit_code: Option<i32>,
+    refused: bool,
+    run: &Sandbox,
+) -> Option<String> {
+    (refused && status == RunStatus::Completed && exit_code != Some(0)).then(|| {
+        let whose = if run.memory.was_exceeded() {
+            format!("the run's memory limit ({} MiB)", run.memory.cap() >> 20)
+        } else {
+            "the server's memory budget".to_string()
+        };
+        format!(
+            "{whose} refused an allocation during the run: the program ran out of memory \
+             (an endless recursion, or data too big), which is likely why it failed"
+        )
+    })
 }
 
 /// A trap's status and error. A refused allocation explains the traps it leads to

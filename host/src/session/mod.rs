@@ -146,7 +146,12 @@ impl Session {
                 });
             }
         }
-        outcome.notice = self.notice.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(resumed) = self.notice.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            outcome.notice = Some(match outcome.notice.take() {
+                Some(own) => format!("{resumed}; {own}"),
+                None => resumed,
+            });
+        }
         Ok(outcome)
     }
 
