@@ -44,3 +44,16 @@ fn an_upstream_over_streamable_http() {
 fn a_resumed_session_replays_tool_answers() {
     code_mode("durable", "auto");
 }
+
+/// Without a tools config, `import tools` says why there is no such module.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_tools_import_tools_says_why() {
+    let out = crate::common::run("python", "import tools\n").await;
+    assert_eq!(out.exit_code, Some(1), "{out:?}");
+    let err = out.stderr();
+    assert!(
+        err.contains("No module named 'tools'") && err.contains("runbox mcp --tools-config"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot install packages"), "{err}");
+}
