@@ -34,7 +34,7 @@ use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream, StreamResult};
 use super::disk::{
     DiskBudget, DiskFull, Extension, FileKey, ObjectCharge, OpenFile, DIRECTORY_BYTES,
 };
-use super::tool_device::{self, DeviceInput, DeviceOutput, StoreDevices};
+use super::tool_device::{DeviceInput, DeviceOutput, StoreDevices};
 
 /// One store's side of the run's disk budget: the budget, and the files this store's
 /// descriptors have open (by descriptor handle).
@@ -180,9 +180,9 @@ impl QuotaFsView<'_> {
             // An open that carries a request written through the one before it is for
             // reading the answer: make the call now, so that every way of reading (a
             // non-blocking one too) finds the answer there.
-            if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
-                if tool_device::carries_request(&call) {
-                    tool_device::answer(&call, &ctx).await;
+            if let Some(device) = self.devices.get(fd.rep()) {
+                if device.carries_request() {
+                    device.answer().await;
                 }
             }
         }
@@ -362,12 +362,9 @@ impl HostDescriptor for QuotaFsView<'_> {
         len: types::Filesize,
         offset: types::Filesize,
     ) -> FsResult<(Vec<u8>, bool)> {
-        if let Some(call) = self.devices.get(fd.rep()) {
-            if let Some(ctx) = self.devices.context() {
-                tool_device::answer(&call, &ctx).await;
-            }
-            let len = usize::try_from(len).unwrap_or(usize::MAX);
-            return Ok(tool_device::read(&call, len));
+        if let Some(device) = self.devices.get(fd.rep()) {
+            device.answer().await;
+            return Ok(device.read(usize::try_from(len).unwrap_or(usize::MAX)));
         }
         self.inner.read(fd, len, offset).await
     }
@@ -378,8 +375,8 @@ impl HostDescriptor for QuotaFsView<'_> {
         buf: Vec<u8>,
         offset: types::Filesize,
     ) -> FsResult<types::Filesize> {
-        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
-            tool_device::write(&call, &buf, &ctx).map_err(|_| ErrorCode::Io)?;
+        if let Some(device) = self.devices.get(fd.rep()) {
+            device.write(&buf).map_err(|_| ErrorCode::Io)?;
             return Ok(buf.len() as u64);
         }
         let Some(file) = self.open_file(&fd).await? else {
@@ -429,9 +426,9 @@ impl HostDescriptor for QuotaFsView<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
-        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
+        if let Some(device) = self.devices.get(fd.rep()) {
             let mut stat = self.inner.stat(fd).await?;
-            stat.size = tool_device::size(&call, &ctx).await;
+            stat.size = device.size().await;
             return Ok(stat);
         }
         self.inner.stat(fd).await
@@ -612,8 +609,8 @@ impl HostDescriptor for QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         offset: types::Filesize,
     ) -> FsResult<Resource<DynInputStream>> {
-        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
-            let stream: DynInputStream = Box::new(DeviceInput { call, ctx });
+        if let Some(device) = self.devices.get(fd.rep()) {
+            let stream: DynInputStream = Box::new(DeviceInput(device));
             return Ok(self.inner.table.push(stream)?);
         }
         let file = self.registered_file(&fd)?;
@@ -675,8 +672,8 @@ impl QuotaFsView<'_> {
         fd: Resource<Descriptor>,
         offset: Option<types::Filesize>,
     ) -> FsResult<Resource<DynOutputStream>> {
-        if let (Some(call), Some(ctx)) = (self.devices.get(fd.rep()), self.devices.context()) {
-            let stream: DynOutputStream = Box::new(DeviceOutput { call, ctx });
+        if let Some(device) = self.devices.get(fd.rep()) {
+            let stream: DynOutputStream = Box::new(DeviceOutput(device));
             return Ok(self.inner.table.push(stream)?);
         }
         let file = self.registered_file(&fd)?;

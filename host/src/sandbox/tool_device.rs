@@ -26,7 +26,7 @@ use crate::upstream::ToolCalls;
 
 /// One open of the device: the request written so far, then the answer being read.
 #[derive(Default)]
-pub struct DeviceCall {
+struct DeviceCall {
     request: Vec<u8>,
     /// `request` was written through an earlier open (see [`StoreDevices::closed`]): a
     /// write here starts a new one instead.
@@ -91,8 +91,11 @@ impl StoreDevices {
         self.open.insert(handle, Arc::new(Mutex::new(call)));
     }
 
-    pub fn get(&self, handle: u32) -> Option<Arc<Mutex<DeviceCall>>> {
-        self.open.get(&handle).cloned()
+    /// The open device behind `handle`, if it is one.
+    pub fn get(&self, handle: u32) -> Option<Device> {
+        let call = self.open.get(&handle)?.clone();
+        let ctx = self.ctx.clone()?;
+        Some(Device { call, ctx })
     }
 
     pub fn closed(&mut self, handle: u32) {
@@ -102,10 +105,6 @@ impl StoreDevices {
                 self.pending = Some(std::mem::take(&mut c.request));
             }
         }
-    }
-
-    pub fn context(&self) -> Option<DeviceContext> {
-        self.ctx.clone()
     }
 }
 
@@ -118,73 +117,120 @@ fn lock(call: &Mutex<DeviceCall>) -> std::sync::MutexGuard<'_, DeviceCall> {
 #[error("this /tools/call descriptor already made its call; open the device again for another")]
 pub struct AlreadyAnswered;
 
-/// Appends `bytes` to the request. `Err` once the answer is being read.
-pub fn write(
-    call: &Mutex<DeviceCall>,
-    bytes: &[u8],
-    ctx: &DeviceContext,
-) -> Result<(), AlreadyAnswered> {
-    let mut c = lock(call);
-    if c.answer.is_some() {
-        return Err(AlreadyAnswered);
-    }
-    if std::mem::take(&mut c.carried) {
-        c.request.clear();
-    }
-    let cap = ctx.calls.gateway.settings.max_request_bytes;
-    if c.request.len() + bytes.len() > cap {
-        c.over = true;
-    } else {
-        c.request.extend_from_slice(bytes);
-    }
-    Ok(())
+/// One open of the device, with the run's side of it: what the filesystem's hooks and
+/// the device's streams work on.
+#[derive(Clone)]
+pub struct Device {
+    call: Arc<Mutex<DeviceCall>>,
+    ctx: DeviceContext,
 }
 
-/// Makes the call if it was not made yet (at the first read).
-pub async fn answer(call: &Mutex<DeviceCall>, ctx: &DeviceContext) {
-    let (request, over) = {
-        let mut c = lock(call);
+impl Device {
+    fn state(&self) -> std::sync::MutexGuard<'_, DeviceCall> {
+        lock(&self.call)
+    }
+
+    /// Appends `bytes` to the request. `Err` once the answer is being read.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), AlreadyAnswered> {
+        let cap = self.ctx.calls.gateway.settings.max_request_bytes;
+        let mut c = self.state();
         if c.answer.is_some() {
-            return;
+            return Err(AlreadyAnswered);
         }
-        (std::mem::take(&mut c.request), c.over)
-    };
-    let bytes = if request.is_empty() && !over {
-        Answer::failed(
-            Failure::BadRequest,
-            "nothing was written to /tools/call before it was read: write one JSON request \
-             (through this open, or an open closed just before), then read the answer",
-        )
-        .bytes
-    } else if over {
-        let cap = ctx.calls.gateway.settings.max_request_bytes;
-        Answer::failed(
-            Failure::Limit,
-            format!("the request is over the {cap} byte cap on a tool call's request"),
-        )
-        .bytes
-    } else {
-        make_call(&request, ctx).await
-    };
-    // What the program has not read yet is the host's memory: the run pays for it.
-    let (bytes, charged) = match ctx.memory.reserve(bytes.len()) {
-        Some(charge) => (bytes, Some(charge)),
-        None => {
-            let refused = Answer::failed(
-                Failure::Limit,
-                format!(
-                    "the tool's answer ({} bytes) does not fit in the run's memory limit",
-                    bytes.len()
-                ),
+        if std::mem::take(&mut c.carried) {
+            c.request.clear();
+        }
+        if c.request.len() + bytes.len() > cap {
+            c.over = true;
+        } else {
+            c.request.extend_from_slice(bytes);
+        }
+        Ok(())
+    }
+
+    /// Makes the call if it was not made yet (at the first read).
+    pub async fn answer(&self) {
+        let (request, over) = {
+            let mut c = self.state();
+            if c.answer.is_some() {
+                return;
+            }
+            (std::mem::take(&mut c.request), c.over)
+        };
+        let ctx = &self.ctx;
+        let bytes = if request.is_empty() && !over {
+            Answer::failed(
+                Failure::BadRequest,
+                "nothing was written to /tools/call before it was read: write one JSON request \
+                 (through this open, or an open closed just before), then read the answer",
             )
-            .bytes;
-            let charge = ctx.memory.reserve(refused.len());
-            (refused, charge)
+            .bytes
+        } else if over {
+            let cap = ctx.calls.gateway.settings.max_request_bytes;
+            Answer::failed(
+                Failure::Limit,
+                format!("the request is over the {cap} byte cap on a tool call's request"),
+            )
+            .bytes
+        } else {
+            make_call(&request, ctx).await
+        };
+        // What the program has not read yet is the host's memory: the run pays for it.
+        let (bytes, charged) = match ctx.memory.reserve(bytes.len()) {
+            Some(charge) => (bytes, Some(charge)),
+            None => {
+                let refused = Answer::failed(
+                    Failure::Limit,
+                    format!(
+                        "the tool's answer ({} bytes) does not fit in the run's memory limit",
+                        bytes.len()
+                    ),
+                )
+                .bytes;
+                let charge = ctx.memory.reserve(refused.len());
+                (refused, charge)
+            }
+        };
+        let mut c = self.state();
+        c.answer = Some(Bytes::from(bytes));
+        c._charged = charged;
+    }
+
+    /// Whether this open started with a request an earlier open wrote.
+    pub fn carries_request(&self) -> bool {
+        self.state().carried
+    }
+
+    /// The device's size as `stat` reports it: 0 before a request is written, else the
+    /// answer's (making the call): some runtimes read no more than a file's size.
+    pub async fn size(&self) -> u64 {
+        let asked = {
+            let c = self.state();
+            c.answer.is_some() || !c.request.is_empty() || c.over
+        };
+        if !asked {
+            return 0;
         }
-    };
-    let mut c = lock(call);
-    c.answer = Some(Bytes::from(bytes));
-    c._charged = charged;
+        self.answer().await;
+        self.state().answer.as_ref().map_or(0, |a| a.len() as u64)
+    }
+
+    /// Reads up to `len` bytes of the answer: `(bytes, at the end)`; nothing before the
+    /// call was made.
+    pub fn read(&self, len: usize) -> (Vec<u8>, bool) {
+        let mut c = self.state();
+        let Some(answer) = c.answer.clone() else {
+            return (Vec::new(), false);
+        };
+        let start = c.read.min(answer.len());
+        let end = start.saturating_add(len).min(answer.len());
+        c.read = end;
+        (answer[start..end].to_vec(), end == answer.len())
+    }
+
+    fn answered(&self) -> bool {
+        self.state().answer.is_some()
+    }
 }
 
 /// One call: replayed from the journal in a resumed session, else taken from the run's
@@ -225,47 +271,15 @@ async fn make_call(request: &[u8], ctx: &DeviceContext) -> Vec<u8> {
     answer.bytes
 }
 
-/// Whether this open started with a request an earlier open wrote.
-pub fn carries_request(call: &Mutex<DeviceCall>) -> bool {
-    lock(call).carried
-}
-
-/// The device's size as `stat` reports it: 0 before a request is written, else the
-/// answer's (making the call): some runtimes (Trealla) read no more than a file's size.
-pub async fn size(call: &Mutex<DeviceCall>, ctx: &DeviceContext) -> u64 {
-    let asked = {
-        let c = lock(call);
-        c.answer.is_some() || !c.request.is_empty() || c.over
-    };
-    if !asked {
-        return 0;
-    }
-    answer(call, ctx).await;
-    lock(call).answer.as_ref().map_or(0, |a| a.len() as u64)
-}
-
-/// Reads up to `len` bytes of the answer: `(bytes, at the end)`.
-pub fn read(call: &Mutex<DeviceCall>, len: usize) -> (Vec<u8>, bool) {
-    let mut c = lock(call);
-    let Some(answer) = c.answer.clone() else {
-        return (Vec::new(), false);
-    };
-    let start = c.read.min(answer.len());
-    let end = start.saturating_add(len).min(answer.len());
-    c.read = end;
-    (answer[start..end].to_vec(), end == answer.len())
-}
-
 /// The device's output stream: what is written goes into the request.
-pub struct DeviceOutput {
-    pub call: Arc<Mutex<DeviceCall>>,
-    pub ctx: DeviceContext,
-}
+pub struct DeviceOutput(pub Device);
 
 #[async_trait::async_trait]
 impl OutputStream for DeviceOutput {
     fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
-        write(&self.call, &bytes, &self.ctx).map_err(|e| StreamError::LastOperationFailed(e.into()))
+        self.0
+            .write(&bytes)
+            .map_err(|e| StreamError::LastOperationFailed(e.into()))
     }
 
     fn flush(&mut self) -> StreamResult<()> {
@@ -283,20 +297,16 @@ impl Pollable for DeviceOutput {
 }
 
 /// The device's input stream: the answer, made when first waited for.
-pub struct DeviceInput {
-    pub call: Arc<Mutex<DeviceCall>>,
-    pub ctx: DeviceContext,
-}
+pub struct DeviceInput(pub Device);
 
 #[async_trait::async_trait]
 impl InputStream for DeviceInput {
     fn read(&mut self, size: usize) -> StreamResult<Bytes> {
-        let answered = lock(&self.call).answer.is_some();
-        if !answered {
+        if !self.0.answered() {
             // Not made yet: nothing to read until `ready`.
             return Ok(Bytes::new());
         }
-        let (bytes, _) = read(&self.call, size);
+        let (bytes, _) = self.0.read(size);
         if bytes.is_empty() && size > 0 {
             return Err(StreamError::Closed);
         }
@@ -307,7 +317,7 @@ impl InputStream for DeviceInput {
 #[async_trait::async_trait]
 impl Pollable for DeviceInput {
     async fn ready(&mut self) {
-        answer(&self.call, &self.ctx).await;
+        self.0.answer().await;
     }
 }
 
@@ -333,8 +343,16 @@ mod tests {
         (gateway, ctx)
     }
 
-    fn read_all(call: &Mutex<DeviceCall>) -> String {
-        let (bytes, end) = read(call, 1 << 20);
+    /// A store's devices with one open, handle 1.
+    fn opened(ctx: &DeviceContext) -> (StoreDevices, Device) {
+        let mut devices = StoreDevices::new(Some(ctx.clone()));
+        devices.opened(1);
+        let device = devices.get(1).unwrap();
+        (devices, device)
+    }
+
+    fn read_all(device: &Device) -> String {
+        let (bytes, end) = device.read(1 << 20);
         assert!(end);
         String::from_utf8(bytes).unwrap()
     }
@@ -342,13 +360,14 @@ mod tests {
     #[tokio::test]
     async fn a_request_written_then_read_gets_its_answer_charged_to_the_run() {
         let (gateway, ctx) = context(1 << 20);
-        let call = Mutex::new(DeviceCall::default());
-        write(&call, br#"{"server":"e","tool":"rm"}"#, &ctx).unwrap();
-        answer(&call, &ctx).await;
+        let (mut devices, device) = opened(&ctx);
+        device.write(br#"{"server":"e","tool":"rm"}"#).unwrap();
+        device.answer().await;
         assert!(ctx.memory.used() > 0, "the answer is charged while held");
-        assert!(read_all(&call).contains("not_allowed"));
-        assert!(write(&call, b"more", &ctx).is_err(), "one call per open");
-        drop(call);
+        assert!(read_all(&device).contains("not_allowed"));
+        assert!(device.write(b"more").is_err(), "one call per open");
+        devices.closed(1);
+        drop(device);
         assert_eq!(ctx.memory.used(), 0, "and given back with the open");
         gateway.stop();
     }
@@ -356,34 +375,31 @@ mod tests {
     #[tokio::test]
     async fn an_answer_past_the_runs_memory_is_refused() {
         let (gateway, ctx) = context(64);
-        let call = Mutex::new(DeviceCall::default());
-        write(&call, br#"{"server":"e","tool":"rm"}"#, &ctx).unwrap();
-        answer(&call, &ctx).await;
-        assert!(read_all(&call).contains("does not fit in the run's memory limit"));
+        let (_devices, device) = opened(&ctx);
+        device.write(br#"{"server":"e","tool":"rm"}"#).unwrap();
+        device.answer().await;
+        assert!(read_all(&device).contains("does not fit in the run's memory limit"));
         gateway.stop();
     }
 
     #[tokio::test]
     async fn reading_before_writing_is_a_bad_request_and_an_unread_request_carries_over() {
         let (gateway, ctx) = context(1 << 20);
-        let mut devices = StoreDevices::new(Some(ctx.clone()));
-        devices.opened(1);
-        let first = devices.get(1).unwrap();
-        answer(&first, &ctx).await;
+        let (mut devices, first) = opened(&ctx);
+        first.answer().await;
         assert!(read_all(&first).contains("bad_request"));
         devices.closed(1);
         devices.opened(2);
-        write(
-            &devices.get(2).unwrap(),
-            br#"{"server":"x","tool":"y"}"#,
-            &ctx,
-        )
-        .unwrap();
+        devices
+            .get(2)
+            .unwrap()
+            .write(br#"{"server":"x","tool":"y"}"#)
+            .unwrap();
         devices.closed(2);
         devices.opened(3);
         let third = devices.get(3).unwrap();
-        assert!(carries_request(&third));
-        answer(&third, &ctx).await;
+        assert!(third.carries_request());
+        third.answer().await;
         assert!(read_all(&third).contains("unknown_server"));
         gateway.stop();
     }

@@ -42,8 +42,8 @@ pub fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-/// The top-level properties of a tool's input schema, required ones first marked.
-fn parameters(tool: &Tool) -> Vec<(String, bool, Value)> {
+/// The top-level properties of a tool's input schema, and whether each is required.
+fn parameters(tool: &Tool) -> Vec<(String, bool)> {
     let required: Vec<&str> = tool
         .input_schema
         .get("required")
@@ -55,8 +55,8 @@ fn parameters(tool: &Tool) -> Vec<(String, bool, Value)> {
         .and_then(Value::as_object)
         .map(|props| {
             props
-                .iter()
-                .map(|(k, v)| (k.clone(), required.contains(&k.as_str()), v.clone()))
+                .keys()
+                .map(|k| (k.clone(), required.contains(&k.as_str())))
                 .collect()
         })
         .unwrap_or_default()
@@ -72,7 +72,7 @@ pub fn tool_line(tool: &Tool, max: usize) -> String {
 fn signature(tool: &Tool) -> String {
     let params: Vec<String> = parameters(tool)
         .into_iter()
-        .map(|(name, required, _)| if required { name } else { format!("{name}?") })
+        .map(|(name, required)| if required { name } else { format!("{name}?") })
         .collect();
     format!("{}({})", tool.name, params.join(", "))
 }
@@ -184,7 +184,7 @@ impl Catalog {
                     Some(o) => ts_type(&Value::Object((**o).clone()), 0),
                     None => "string".into(),
                 };
-                let optional = if parameters(t).iter().any(|(_, r, _)| *r) {
+                let optional = if parameters(t).iter().any(|(_, r)| *r) {
                     ""
                 } else {
                     "?"

@@ -31,9 +31,10 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 #[derive(Clone)]
 pub enum Link {
     Connecting,
+    /// `tools` is shared: every call looks at it, and it is cloned with the link.
     Ready {
         peer: Peer<RoleClient>,
-        tools: Vec<Tool>,
+        tools: Arc<Vec<Tool>>,
     },
     Down {
         message: String,
@@ -105,7 +106,7 @@ impl Upstream {
                     self.set(
                         Link::Ready {
                             peer: service.peer().clone(),
-                            tools,
+                            tools: Arc::new(tools),
                         },
                         &changed,
                     );
@@ -164,6 +165,7 @@ impl Upstream {
                     match peer.list_all_tools().await {
                         Ok(tools) => {
                             tracing::info!(server = %self.config.name, tools = tools.len(), "upstream tool list changed");
+                            let tools = Arc::new(tools);
                             self.set(Link::Ready { peer: peer.clone(), tools }, changed);
                         }
                         Err(e) => tracing::warn!(server = %self.config.name, "listing tools again failed: {e}"),

@@ -173,8 +173,8 @@ impl Gateway {
             .iter()
             .map(|u| {
                 let (available, message, tools) = match u.link() {
-                    Link::Connecting => (false, Some("connecting".to_string()), Vec::new()),
-                    Link::Down { message } => (false, Some(message), Vec::new()),
+                    Link::Connecting => (false, Some("connecting".to_string()), Arc::default()),
+                    Link::Down { message } => (false, Some(message), Arc::default()),
                     Link::Ready { tools, .. } => (true, None, tools),
                 };
                 ServerView {
@@ -182,8 +182,9 @@ impl Gateway {
                     available,
                     message,
                     tools: tools
-                        .into_iter()
+                        .iter()
                         .filter(|t| u.config.allow.allows(&t.name))
+                        .cloned()
                         .collect(),
                 }
             })
