@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::limits::{LimitOverrides, LimitSettings};
+use crate::run::commands::RuntimeCommands;
 pub use crate::run::{RunError, RunRequest};
 
 /// Why a call found no runtime or session to run in, or was not run (a tool error to MCP
@@ -305,6 +306,8 @@ impl Runbox {
             prestarts: Default::default(),
             metrics: Default::default(),
             gateway: options.gateway.clone(),
+            commands: Some(Arc::new(RuntimeCommands::new(plugins.values())))
+                .filter(|c| !c.is_empty()),
         };
         let durability = match options.session_store {
             Some(settings) => {

@@ -16,6 +16,7 @@
 //! - [`packages`]: pure-Python packages an operator adds to python.
 //! - [`languages`]: `typescript`, `shell` and `prolog`, as issue 23 states them.
 //! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
+//! - [`shell_hub`]: the other runtimes as commands of `shell`, in pipes and on its files.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 
@@ -37,3 +38,4 @@ mod packages;
 mod runtimes;
 mod scale_out;
 mod scratch_limits;
+mod shell_hub;

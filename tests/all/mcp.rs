@@ -599,6 +599,7 @@ scenario_tests!(model_trips, "model_trips.py", [], "auto";
     runno_shapes,
     links_and_resources,
     tasks_by_revision,
+    shell_hub,
 );
 
 /// A ten-minute python run as a task, over HTTP. Slow: `cargo test --release --test all

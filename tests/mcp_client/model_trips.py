@@ -10,6 +10,8 @@ writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
 - runno_shapes: `encoding: "text"` is taken as utf-8; a capped `timeout_seconds` is said;
   no input-schema description holds a stray line break.
 - links_and_resources: a result with links says resources/list does not show them.
+- shell_hub: the other runtimes as commands of `shell` (issue 29): python, sqlite3 and cc
+  in pipes, on the same files; a runaway python in a pipe ends the run at its deadline.
 - tasks_by_revision: a handshake-era client that lists the tasks extension gets a plain
   result; a 2026-07-28 client that claims task results gets a task and polls it.
 """
@@ -218,8 +220,33 @@ async def tasks_by_revision():
             print(f"{mode}: {client.session.protocol_version} got its result")
 
 
+async def shell_hub():
+    gen = "for n in range(1, 21):\n    print(n * n % 37)\n"
+    c = ("#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\n"
+         "    long n = atol(v[1]), a = 0, b = 1;\n"
+         "    for (long i = 0; i < n; i++) { long t = a + b; a = b; b = t; }\n"
+         "    printf(\"%ld\\n\", a);\n}\n")
+    sql = "create table t(x);\ninsert into t values (1), (2), (3);\nselect x from t;\n"
+    async with stdio_session("--runtimes", "shell,python,sqlite,clang") as s:
+        code = ("python gen.py | sort -n | tail -3\n"
+                "sqlite3 t.db < q.sql | wc -l\n"
+                "cc -O2 p.c -o p && ./p 10\n"
+                "ls *.csv | xargs -n1 python -c 'import sys; print(sys.argv[1].upper())'")
+        files = [{"path": "gen.py", "content": gen}, {"path": "p.c", "content": c},
+                 {"path": "q.sql", "content": sql}, {"path": "a.csv", "content": "1\n"}]
+        out = out_of(await run_code(s, runtime="shell", code=code, files=files,
+                                    timeout_seconds=30))
+        tail = "".join(f"{n}\n" for n in sorted(n * n % 37 for n in range(1, 21))[-3:])
+        assert out["exit_code"] == 0 and out["stdout"] == tail + "3\n55\nA.CSV\n", out
+        out = out_of(await run_code(s, runtime="shell", timeout_seconds=2,
+                                    code="python -c 'while True: pass' | wc -l; echo after"))
+        assert out["status"] == "timeout" and "after" not in out["stdout"], out
+        print("shell_hub: pipes ran; the runaway ended at its deadline")
+
+
 if __name__ == "__main__":
     main({"sqlite_modes": sqlite_modes, "compile_budget": compile_budget,
           "numpy_integers": numpy_integers, "asyncio": asyncio_loop,
           "cpp_exceptions": cpp_exceptions, "runno_shapes": runno_shapes,
-          "links_and_resources": links_and_resources, "tasks_by_revision": tasks_by_revision})
+          "links_and_resources": links_and_resources, "tasks_by_revision": tasks_by_revision,
+          "shell_hub": shell_hub})

@@ -22,6 +22,10 @@
 //! - `tool-env` (optional): `"KEY=VALUE"` items, the compiler's and linker's environment.
 //! - `env` (optional): `"KEY=VALUE"` items, the program's whole environment.
 //!
+//! It is also the shell's `cc`/`c++` (`runbox:plugin/command`): [`cc`] turns a gcc-style
+//! command line into the same compile and link steps, writing the program to a file the
+//! shell runs by its path.
+//!
 //! [`plan`] holds the pure logic, tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml --target x86_64-unknown-linux-gnu`;
 //! `guest` is the WIT glue, compiled only for WebAssembly.
@@ -29,6 +33,7 @@
 // Outside WebAssembly only the tests use `plan`.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
+mod cc;
 mod plan;
 
 #[cfg(target_arch = "wasm32")]

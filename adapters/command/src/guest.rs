@@ -6,10 +6,12 @@ use std::cell::RefCell;
 
 use crate::plan::{self, Driver, Invocation, SESSION_STATUS, SESSION_STDIN};
 
-wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
+wit_bindgen::generate!({ path: "../../wit", world: "command-plugin" });
 
+use exports::runbox::plugin::command::Guest as CommandGuest;
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
+use runbox::plugin::command_line::Invocation as CommandLine;
 use runbox::plugin::{config, process};
 
 mod guest_io {
@@ -39,6 +41,29 @@ impl Guest for Adapter {
             args: invocation.args,
             env: invocation.env,
             stdin: request.stdin,
+        })
+    }
+}
+
+/// The runtime as a command of another plugin's run (the shell's `python gen.py`): the
+/// `command-argv` setting with the command line's arguments; no program text is written,
+/// the tool reads the files the arguments name itself.
+impl CommandGuest for Adapter {
+    fn run_command(invocation: CommandLine) -> Result<i32, String> {
+        let run = plan::command(&config::settings(), &invocation.args, &invocation.cwd)?;
+        for (path, contents) in &run.files {
+            guest_io::write_file(path, contents.as_bytes())
+                .map_err(|e| format!("cannot write `{path}`: {e}"))?;
+        }
+        if let Some(path) = &run.stdin_file {
+            guest_io::write_file(path, invocation.stdin.as_deref().unwrap_or_default())
+                .map_err(|e| format!("cannot write the standard input to `{path}`: {e}"))?;
+        }
+        guest_io::spawn(process::Command {
+            program: run.program,
+            args: run.args,
+            env: run.env,
+            stdin: invocation.stdin,
         })
     }
 }

@@ -20,6 +20,11 @@
 //!
 //! The tool's exit code is the run's exit code.
 //!
+//! With a `command-argv` setting, the runtime can also be run as a command by another
+//! plugin (the shell's `python gen.py | sort`; `runbox:plugin/command`): the tool is
+//! spawned with that command line, whose `{command-args}` item becomes the command's
+//! arguments (see [`plan::command`]).
+//!
 //! [`plan`] holds the pure logic, tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml --target x86_64-unknown-linux-gnu`;
 //! `guest` is the WIT glue, compiled only for WebAssembly.

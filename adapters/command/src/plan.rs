@@ -46,11 +46,7 @@ pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation
         .next()
         .ok_or("setting `argv` is empty; its first item must be the tool's name")?;
     let env = parse_env(values(settings, "env").unwrap_or_default())?;
-    let stdin_file = match values(settings, "stdin-file") {
-        None => None,
-        Some([path]) => Some(absolute(path).map_err(|e| format!("setting `stdin-file`: {e}"))?),
-        Some(_) => return Err("setting `stdin-file` must be one file name, not a list".into()),
-    };
+    let stdin_file = stdin_file(settings)?;
     let driver = match values(settings, "session-argv") {
         None => None,
         Some(items) => {
@@ -75,6 +71,68 @@ pub fn invocation(settings: &Settings, run_args: &[String]) -> Result<Invocation
         files: setting_files(settings)?,
         driver,
     })
+}
+
+/// What the adapter spawns to run the runtime as a command (`python gen.py 3` in the
+/// shell): the `command-argv` setting with the command line's arguments in it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CommandRun {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// The settings' files (`"file:NAME"`), which the tool may need (a prelude).
+    pub files: Vec<(String, String)>,
+    /// Where the standard input is also written (`stdin-file`).
+    pub stdin_file: Option<String>,
+}
+
+/// Works out the command run for the arguments `args`, called from the directory `cwd`.
+/// In `command-argv`, an item that is exactly `{command-args}` becomes the arguments;
+/// `{command-args-json}` is them as a JSON array (see [`json_strings`]), `{command-cwd}`
+/// the directory and `{command-cwd-json}` it as a JSON string; other placeholders are
+/// `argv`'s.
+pub fn command(settings: &Settings, args: &[String], cwd: &str) -> Result<CommandRun, String> {
+    let argv = values(settings, "command-argv")
+        .ok_or("this runtime has no `command-argv` setting: it cannot be run as a command")?;
+    let entry = entry_path(settings).unwrap_or_default();
+    let args_json = json_strings(args);
+    let cwd_json = json_strings(&[cwd.to_string()]);
+    let cwd_json = &cwd_json[1..cwd_json.len() - 1];
+    let mut expanded = Vec::with_capacity(argv.len() + args.len());
+    for item in argv {
+        if item == "{command-args}" {
+            expanded.extend(args.iter().cloned());
+        } else {
+            expanded.push(substitute(item, |key| match key {
+                "command-args-json" => Some(args_json.as_str()),
+                "command-cwd" => Some(cwd),
+                "command-cwd-json" => Some(cwd_json),
+                _ => placeholder(settings, &entry, key),
+            }));
+        }
+    }
+    let mut expanded = expanded.into_iter();
+    let program = expanded
+        .next()
+        .ok_or("setting `command-argv` is empty; its first item must be the tool's name")?;
+    Ok(CommandRun {
+        program,
+        args: expanded.collect(),
+        env: parse_env(values(settings, "env").unwrap_or_default())?,
+        files: setting_files(settings)?,
+        stdin_file: stdin_file(settings)?,
+    })
+}
+
+/// The `stdin-file` setting's path, if it has one.
+fn stdin_file(settings: &Settings) -> Result<Option<String>, String> {
+    match values(settings, "stdin-file") {
+        None => Ok(None),
+        Some([path]) => Ok(Some(
+            absolute(path).map_err(|e| format!("setting `stdin-file`: {e}"))?,
+        )),
+        Some(_) => Err("setting `stdin-file` must be one file name, not a list".into()),
+    }
 }
 
 /// `{session-stdin}` and `{session-status}` in `session-argv`, besides what `argv` has.
@@ -179,6 +237,38 @@ fn placeholder<'a>(settings: &'a Settings, entry: &'a str, key: &str) -> Option<
 mod tests {
     use super::*;
     use runbox_adapter_support::test_support::{settings, strings};
+
+    #[test]
+    fn a_command_line_goes_into_command_argv() {
+        let s = settings(&[
+            ("entry", &["main.rb"]),
+            ("argv", &["ruby", "{entry}"]),
+            (
+                "command-argv",
+                &["ruby", "-C", "{command-cwd}", "{command-args}", "{name}"],
+            ),
+            ("name", &["ruby"]),
+            ("env", &["HOME=/"]),
+            ("file:.prelude.rb", &["x = 1"]),
+        ]);
+        let run = command(&s, &strings(&["-e", "puts 1"]), "/src").unwrap();
+        assert_eq!(run.program, "ruby");
+        assert_eq!(run.args, strings(&["-C", "/src", "-e", "puts 1", "ruby"]));
+        assert_eq!(run.env, vec![("HOME".to_string(), "/".to_string())]);
+        assert_eq!(run.files.len(), 1);
+
+        let py = settings(&[(
+            "command-argv",
+            &["python", "run({command-cwd-json}, {command-args-json})"],
+        )]);
+        let run = command(&py, &strings(&["a \"b\""]), "/d\"ir").unwrap();
+        assert_eq!(run.args, strings(&["run(\"/d\\\"ir\", [\"a \\\"b\\\"\"])"]));
+
+        let without = settings(&[("entry", &["main.rb"]), ("argv", &["ruby"])]);
+        assert!(command(&without, &[], "/")
+            .unwrap_err()
+            .contains("command-argv"));
+    }
 
     #[test]
     fn stdin_file_and_setting_files() {

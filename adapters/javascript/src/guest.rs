@@ -4,10 +4,12 @@
 
 use crate::engine::{Interpreter, Language, Output, Program, Stream};
 
-wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
+wit_bindgen::generate!({ path: "../../wit", world: "command-plugin" });
 
+use exports::runbox::plugin::command::Guest as CommandGuest;
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
+use runbox::plugin::command_line::Invocation as CommandLine;
 use runbox::plugin::{config, process};
 
 #[allow(dead_code)]
@@ -61,3 +63,45 @@ fn run(interpreter: &mut Interpreter, request: &RunRequest) -> Result<i32, Strin
 }
 
 runbox_adapter_support::native_component!(Interpreter, interpreter, run);
+
+/// `node FILE ARGS`, `node -e CODE`, a program on standard input: run in a fresh
+/// interpreter as a run of its text would be.
+impl CommandGuest for Adapter {
+    fn run_command(invocation: CommandLine) -> Result<i32, String> {
+        use crate::command::{parse, Source};
+        let line = match parse(&invocation.name, &invocation.args, &invocation.cwd) {
+            Ok(line) => line,
+            Err(message) => {
+                eprintln!("{message}");
+                return Ok(9);
+            }
+        };
+        let mut stdin = invocation.stdin;
+        let code = match line.source {
+            Source::File(path) => match std::fs::read_to_string(&path) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("{}: cannot open {path}: {e}", invocation.name);
+                    return Ok(1);
+                }
+            },
+            Source::Code(code) => code,
+            Source::Stdin => {
+                String::from_utf8_lossy(&stdin.take().unwrap_or_default()).into_owned()
+            }
+            Source::Version => {
+                let settings = config::settings();
+                let version = runbox_adapter_support::values(&settings, "version")
+                    .and_then(|v| v.first().cloned())
+                    .unwrap_or_default();
+                println!("{version}");
+                return Ok(0);
+            }
+        };
+        Ok(interpreter()?.run(&Program {
+            code: &code,
+            args: &line.args,
+            stdin: stdin.as_deref(),
+        }))
+    }
+}

@@ -16,6 +16,9 @@
 //! what it does not use). A program that is not a script but a module (`import`,
 //! `export`, top-level `await`) runs as a module.
 //!
+//! It is also the shell's `node` and `tsx` (`runbox:plugin/command`; [`command`] reads
+//! their command lines).
+//!
 //! [`engine`] is the interpreter, plain Rust tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-javascript --target x86_64-unknown-linux-gnu`;
 //! `guest` is the WIT glue, compiled only for WebAssembly.
@@ -23,6 +26,7 @@
 // Outside WebAssembly only the tests use the engine.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
+mod command;
 mod engine;
 mod modules;
 mod typescript;

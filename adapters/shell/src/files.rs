@@ -32,7 +32,16 @@ impl RealFiles {
     }
 }
 
-fn metadata(m: &std::fs::Metadata) -> Metadata {
+/// Whether the file at `real` starts with `#!`: a script (or a program `cc` made, see
+/// `commands.rs`), which the shell runs by its path.
+fn is_script(real: &Path) -> bool {
+    let mut start = [0u8; 2];
+    std::fs::File::open(real)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut start))
+        .is_ok_and(|()| &start == b"#!")
+}
+
+fn metadata(m: &std::fs::Metadata, real: &Path) -> Metadata {
     let kind = m.file_type();
     let file_type = if kind.is_symlink() {
         FileType::Symlink
@@ -44,8 +53,13 @@ fn metadata(m: &std::fs::Metadata) -> Metadata {
     Metadata {
         file_type,
         size: if kind.is_dir() { 0 } else { m.len() },
-        // WASI has no permissions: what `ls -l` shows for each kind.
-        mode: if kind.is_dir() { 0o755 } else { 0o644 },
+        // WASI has no permissions: what `ls -l` shows for each kind, a script executable
+        // (`chmod +x` changes nothing, so `./run.sh` runs as it would after one).
+        mode: if kind.is_dir() || (kind.is_file() && m.len() >= 2 && is_script(real)) {
+            0o755
+        } else {
+            0o644
+        },
         modified: m.modified().unwrap_or(std::time::UNIX_EPOCH),
         created: m.created().unwrap_or(std::time::UNIX_EPOCH),
     }
@@ -96,7 +110,8 @@ impl FsBackend for RealFiles {
     }
 
     async fn stat(&self, path: &Path) -> Result<Metadata> {
-        Ok(metadata(&std::fs::symlink_metadata(self.real(path))?))
+        let real = self.real(path);
+        Ok(metadata(&std::fs::symlink_metadata(&real)?, &real))
     }
 
     async fn read_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
@@ -105,7 +120,7 @@ impl FsBackend for RealFiles {
             let entry = entry?;
             entries.push(DirEntry {
                 name: entry.file_name().to_string_lossy().into_owned(),
-                metadata: metadata(&std::fs::symlink_metadata(entry.path())?),
+                metadata: metadata(&std::fs::symlink_metadata(entry.path())?, &entry.path()),
             });
         }
         Ok(entries)

@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use crate::commands::{Commands, Finished};
 use crate::shell::{Output, Script, Shell};
 
 wit_bindgen::generate!({ path: "../../wit", world: "session-plugin" });
 
 use exports::runbox::plugin::runtime::{File, Guest, Info, RunRequest};
 use exports::runbox::plugin::session::{Guest as SessionGuest, GuestSession};
-use runbox::plugin::{config, process};
+use runbox::plugin::{command_line, commands, config, process};
 
 #[allow(dead_code)]
 mod guest_io {
@@ -36,8 +37,37 @@ impl Output for Stdio {
     }
 }
 
+/// The host's `runbox:plugin/commands`.
+struct HostCommands;
+
+impl Commands for HostCommands {
+    fn available(&self) -> Vec<(String, String)> {
+        commands::available()
+    }
+
+    fn run(
+        &self,
+        name: &str,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        cwd: &str,
+    ) -> Result<Finished, String> {
+        let finished = commands::run(&command_line::Invocation {
+            name: name.to_string(),
+            args: args.to_vec(),
+            stdin: stdin.map(<[u8]>::to_vec),
+            cwd: cwd.to_string(),
+        })?;
+        Ok(Finished {
+            exit_code: finished.exit_code,
+            stdout: finished.stdout,
+            stderr: finished.stderr,
+        })
+    }
+}
+
 fn shell() -> Result<Shell, String> {
-    Shell::new("/", Arc::new(Stdio))
+    Shell::new("/", Arc::new(Stdio), Arc::new(HostCommands))
 }
 
 fn run(shell: &mut Shell, request: &RunRequest) -> Result<i32, String> {

@@ -10,7 +10,8 @@
 //! which is also the working directory.
 //!
 //! Besides bashkit's commands it has `tool` ([`tools`]), which calls a tool of code mode
-//! through the device `/tools/call`.
+//! through the device `/tools/call`, and the other runtimes as commands ([`commands`]:
+//! `python`, `node`, `sqlite3`, `cc`, … as the host offers them).
 //!
 //! [`shell`] is the interpreter, plain Rust tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-shell --target x86_64-unknown-linux-gnu`;
@@ -19,6 +20,7 @@
 // Outside WebAssembly only the tests use the interpreter.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
+mod commands;
 mod files;
 mod shell;
 mod tools;

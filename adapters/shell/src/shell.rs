@@ -8,8 +8,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashkit::{Bash, ExecOptions, ExecutionLimits, MemoryLimits, PosixFs, SessionLimits};
+use bashkit::{
+    Bash, BashBuilder, ExecOptions, ExecutionLimits, MemoryLimits, PosixFs, SessionLimits,
+};
 
+use crate::commands::{Commands, ProgramCommand, RuntimeCommand, PROGRAM_INTERPRETER};
 use crate::files::RealFiles;
 use crate::tools::ToolCommand;
 
@@ -36,7 +39,13 @@ pub struct Shell {
 impl Shell {
     /// A shell whose `/` is the directory `root`, writing to `output`. Its `tool` command
     /// calls through `root`'s `tools/call` (`/tools/call` in the component).
-    pub fn new(root: impl Into<PathBuf>, output: Arc<dyn Output>) -> Result<Shell, String> {
+    ///
+    /// The host's `commands` (the other runtimes: `python`, `cc`, …) are commands too.
+    pub fn new(
+        root: impl Into<PathBuf>,
+        output: Arc<dyn Output>,
+        commands: Arc<dyn Commands>,
+    ) -> Result<Shell, String> {
         let root = root.into();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -67,8 +76,8 @@ impl Shell {
             .limits(limits)
             .session_limits(SessionLimits::unlimited())
             .memory_limits(MemoryLimits::unlimited())
-            .builtin("tool", Box::new(tools))
-            .build();
+            .builtin("tool", Box::new(tools));
+        let bash = with_commands(bash, commands).build();
         Ok(Shell {
             bash,
             runtime,
@@ -104,4 +113,20 @@ impl Shell {
             }
         }
     }
+}
+
+/// `builder` with a builtin for each of the host's commands, and `runbox-wasm` for the
+/// programs `cc` makes (see `commands.rs`).
+fn with_commands(mut builder: BashBuilder, commands: Arc<dyn Commands>) -> BashBuilder {
+    for (name, _runtime) in commands.available() {
+        let command = RuntimeCommand {
+            name: name.clone(),
+            host: commands.clone(),
+        };
+        builder = builder.builtin(&name, Box::new(command));
+    }
+    builder.builtin(
+        PROGRAM_INTERPRETER,
+        Box::new(ProgramCommand { host: commands }),
+    )
 }

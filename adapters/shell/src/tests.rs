@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::commands::{Commands, Finished, NoCommands};
 use crate::shell::{Output, Script, Shell};
 
 #[derive(Default)]
@@ -31,9 +32,13 @@ struct Session {
 
 impl Session {
     fn new() -> Session {
+        Session::with_commands(Arc::new(NoCommands))
+    }
+
+    fn with_commands(commands: Arc<dyn Commands>) -> Session {
         let dir = tempfile::tempdir().unwrap();
         let capture = Arc::new(Capture::default());
-        let shell = Shell::new(dir.path(), capture.clone()).unwrap();
+        let shell = Shell::new(dir.path(), capture.clone(), commands).unwrap();
         Session {
             dir,
             shell,
@@ -327,4 +332,84 @@ mod tool_command {
             ok("usage: tool everything add --a NUMBER --b NUMBER\nAdds two numbers\nand more\n  --a (number, required): first\n  --b (number, required)\n")
         );
     }
+}
+
+/// A host with one command, `upper` (its stdin in capitals, its arguments on stderr), and
+/// programs: a path it runs by printing what it was asked.
+struct FakeHost {
+    calls: Mutex<Vec<String>>,
+}
+
+impl Commands for FakeHost {
+    fn available(&self) -> Vec<(String, String)> {
+        vec![("upper".into(), "fake".into())]
+    }
+
+    fn run(
+        &self,
+        name: &str,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        cwd: &str,
+    ) -> Result<Finished, String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("{name} {args:?} in {cwd}"));
+        match name {
+            "upper" => Ok(Finished {
+                exit_code: args.len() as i32,
+                stdout: stdin.unwrap_or_default().to_ascii_uppercase(),
+                stderr: format!("args: {}\n", args.join(",")).into_bytes(),
+            }),
+            path if path.contains('/') => Ok(Finished {
+                exit_code: 0,
+                stdout: format!("ran {path} {}\n", args.join(" ")).into_bytes(),
+                stderr: Vec::new(),
+            }),
+            _ => Err(format!("{name}: command not found")),
+        }
+    }
+}
+
+#[test]
+fn the_hosts_commands_sit_in_pipes_and_redirects() {
+    let host = Arc::new(FakeHost {
+        calls: Mutex::default(),
+    });
+    let mut s = Session::with_commands(host.clone());
+    assert_eq!(
+        s.run("printf 'b\\na\\n' | upper 2>/dev/null | sort"),
+        ok("A\nB\n")
+    );
+    // Its exit code, its stderr, a redirect of its stdout into a file.
+    let (status, stdout, stderr) = s.run("echo x | upper one two > out.txt; echo $?; cat out.txt");
+    assert_eq!(
+        (status, stdout.as_str(), stderr.as_str()),
+        (0, "2\nX\n", "args: one,two\n")
+    );
+    // Found by `command -v`, and run from the working directory.
+    assert_eq!(
+        s.run("command -v upper >/dev/null && echo found"),
+        ok("found\n")
+    );
+    s.run("mkdir sub && cd sub && upper </dev/null 2>/dev/null");
+    assert!(
+        host.calls
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .ends_with("in /sub"),
+        "{:?}",
+        host.calls.lock().unwrap()
+    );
+    // A program `cc` made runs by its path, through its `#!` line.
+    s.file("p", "#!/usr/bin/env runbox-wasm\n\0asm");
+    s.run("cd /");
+    assert_eq!(s.run("chmod +x p; ./p 10 | cat"), ok("ran ./p 10\n"));
+    assert_eq!(s.run("/p"), ok("ran /p \n"));
+    // An unknown command is still not found.
+    let (status, _, stderr) = s.run("nosuch");
+    assert_eq!(status, 127, "{stderr}");
 }

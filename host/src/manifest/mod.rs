@@ -37,6 +37,13 @@ pub enum ManifestError {
     },
     #[error("invalid plugins file {file}: no runtimes are defined (add a [plugins.NAME] table)")]
     Empty { file: String },
+    #[error("plugins file {file}: runtime `{runtime}` takes the command `{command}`, which runtime `{taken_by}` already has; choose another name")]
+    CommandTaken {
+        file: String,
+        runtime: String,
+        command: String,
+        taken_by: String,
+    },
     #[error("plugins file {file} adds runtime `{name}`, which {taken_by} already has; choose another name")]
     Taken {
         file: String,
@@ -102,16 +109,40 @@ impl Manifest {
                 file: source.to_string(),
             });
         }
-        let mut plugins = IndexMap::new();
-        for (name, spec) in file.plugins {
-            let spec = validate::entry(&name, spec, source, base_dir)?;
-            plugins.insert(name, spec);
-        }
-        Ok(Manifest {
+        let mut manifest = Manifest {
             source: source.to_string(),
             base_dir: base_dir.to_path_buf(),
-            plugins,
-        })
+            plugins: IndexMap::new(),
+        };
+        for (name, spec) in file.plugins {
+            let spec = validate::entry(&name, spec, source, base_dir)?;
+            manifest.insert(spec, source)?;
+        }
+        Ok(manifest)
+    }
+
+    /// Adds one checked entry; its commands must be free.
+    fn insert(&mut self, spec: PluginSpec, source: &str) -> Result<(), ManifestError> {
+        for command in &spec.commands {
+            if let Some(owner) = self.command_owner(command) {
+                return Err(ManifestError::CommandTaken {
+                    file: source.to_string(),
+                    runtime: spec.name.clone(),
+                    command: command.clone(),
+                    taken_by: owner.to_string(),
+                });
+            }
+        }
+        self.plugins.insert(spec.name.clone(), spec);
+        Ok(())
+    }
+
+    /// The runtime that answers to the command `command`, if one does.
+    pub fn command_owner(&self, command: &str) -> Option<&str> {
+        self.plugins
+            .values()
+            .find(|p| p.commands.iter().any(|c| c == command))
+            .map(|p| p.name.as_str())
     }
 
     /// Adds `other`'s runtimes after these (`--plugins-add`); a name both have is an
@@ -125,7 +156,7 @@ impl Manifest {
                     taken_by: self.source.clone(),
                 });
             }
-            self.plugins.insert(name, spec);
+            self.insert(spec, &other.source)?;
         }
         Ok(())
     }

@@ -44,6 +44,10 @@ pub struct PluginSpec {
     /// not take their names. Exact paths, or directories ending in `/`.
     #[serde(default)]
     pub own_files: Vec<String>,
+    /// The names the shell runs this runtime by as a command (`python3`, `g++`): the
+    /// plugin must export `runbox:plugin/command`. Each name belongs to one runtime.
+    #[serde(default)]
+    pub commands: Vec<String>,
     /// Whether a session keeps the interpreter's state (variables, functions, imports)
     /// between calls; the plugin's `describe` must agree. Files carry over regardless.
     #[serde(default)]

@@ -25,6 +25,7 @@ pub(super) fn entry(
         .and_then(|()| required_fields(&spec))
         .and_then(|()| adapter(&mut spec.adapter, base_dir))
         .and_then(|()| own_files(&spec))
+        .and_then(|()| commands(&spec))
         .and_then(|()| tools(&mut spec, base_dir))
         .and_then(|()| derived(&spec))
         .and_then(|()| mounts(&mut spec, base_dir))
@@ -108,6 +109,22 @@ fn own_files(spec: &PluginSpec) -> Result<(), FieldError> {
         let path = own.strip_suffix('/').unwrap_or(own);
         crate::files::normalize_path(path)
             .map_err(|rule| refuse(format!("own-files[{i}]"), rule))?;
+    }
+    Ok(())
+}
+
+/// Command names a shell can type: letters, digits and `._+-`, not starting with `-`.
+fn commands(spec: &PluginSpec) -> Result<(), FieldError> {
+    for (i, command) in spec.commands.iter().enumerate() {
+        let plain = command
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+        if command.is_empty() || !plain || command.starts_with(['-', '.']) {
+            return Err(refuse(
+                format!("commands[{i}]"),
+                format!("`{command}` is not a command name (letters, digits and `._+-`)"),
+            ));
+        }
     }
     Ok(())
 }

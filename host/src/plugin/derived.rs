@@ -187,6 +187,7 @@ impl Deriver<'_> {
             journal: None,
             tool_calls: None,
             empty_tools_dir: None,
+            commands: None,
         });
         let args = args.to_vec();
         // Its own thread and runtime: preparation may run inside a caller's runtime.

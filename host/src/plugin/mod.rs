@@ -34,7 +34,7 @@ use crate::plugin::engine::{EngineError, SandboxEngine};
 use crate::plugin::snapshot::{take_snapshot, Preopen, SnapshotPlan};
 use crate::sandbox::store::StoreState;
 use crate::sandbox::{Mount, Tool};
-use crate::wit::exports::runbox::plugin::{runtime, session};
+use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
@@ -55,6 +55,8 @@ pub struct LoadedPlugin {
     pub runtime_exports: runtime::GuestIndices,
     /// Where its `session` export is, when it has one.
     pub session_exports: Option<session::GuestIndices>,
+    /// Where its `command` export is, when it can be run as a command.
+    pub command_exports: Option<command::GuestIndices>,
     pub tools: Arc<HashMap<String, Tool>>,
     pub mounts: Arc<Vec<Mount>>,
     pub settings: Arc<Vec<(String, Vec<String>)>>,
@@ -188,6 +190,13 @@ pub fn load_plugin(
     })?;
     // Optional: without it, each call of a session runs in a fresh instance.
     let session_exports = session::GuestIndices::new(&linked).ok();
+    let command_exports = command::GuestIndices::new(&linked).ok();
+    if !spec.commands.is_empty() && command_exports.is_none() {
+        return Err(invalid(format!(
+            "it names commands ({}), but its adapter does not export runbox:plugin/command",
+            spec.commands.join(", ")
+        )));
+    }
 
     // Mounts first: a tool's snapshot is taken with them in place.
     let mut mounts = Vec::new();
@@ -289,6 +298,7 @@ pub fn load_plugin(
         component: linked,
         runtime_exports,
         session_exports,
+        command_exports,
         tools,
         mounts: Arc::new(mounts),
         identity: hex::encode(identity.finalize()),

@@ -9,7 +9,7 @@ use wasmtime::Store;
 use crate::plugin::LoadedPlugin;
 use crate::sandbox::store::{new_store, ProgramIo, StoreState};
 use crate::sandbox::Sandbox;
-use crate::wit::exports::runbox::plugin::{runtime, session};
+use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 /// What the host asks of a plugin in one call.
 pub enum PluginCall {
@@ -85,6 +85,23 @@ impl PluginInstance {
                 PluginReturn::Exit(self.runtime.call_run(&mut self.store, &request).await?)
             }
         })
+    }
+
+    /// Runs `invocation` as the plugin's command, when it has one (see `run/commands.rs`).
+    pub async fn run_command(
+        &mut self,
+        plugin: &LoadedPlugin,
+        invocation: &command::Invocation,
+    ) -> wasmtime::Result<Option<Result<i32, String>>> {
+        let Some(indices) = &plugin.command_exports else {
+            return Ok(None);
+        };
+        let exports = indices.load(&mut self.store, &self.instance)?;
+        Ok(Some(
+            exports
+                .call_run_command(&mut self.store, invocation)
+                .await?,
+        ))
     }
 
     /// Runs `request` in the plugin's session, after the calls before it (the session

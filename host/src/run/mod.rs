@@ -8,6 +8,7 @@
 
 pub mod call;
 pub mod classify;
+pub mod commands;
 pub mod instance;
 pub mod prestart;
 mod request;
@@ -57,6 +58,8 @@ pub struct Runner {
     pub metrics: RunMetrics,
     /// Code mode: the upstream servers' tools, when the server has a tools config.
     pub gateway: Option<Arc<crate::upstream::Gateway>>,
+    /// The runtimes a run may start as commands (the shell's `python`), if any.
+    pub commands: Option<Arc<commands::RuntimeCommands>>,
 }
 
 impl Runner {
@@ -83,6 +86,10 @@ impl Runner {
             journal,
             tool_calls: self.gateway.clone().map(crate::upstream::ToolCalls::new),
             empty_tools_dir: Some(self.scratch.empty_dir()),
+            commands: self
+                .commands
+                .clone()
+                .map(|c| c as Arc<dyn crate::sandbox::commands::CommandHost>),
         })
     }
 

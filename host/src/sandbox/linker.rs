@@ -1,8 +1,8 @@
 //! The linkers stores are instantiated with, one per WIT world (wit/runbox.wit):
 //!
-//! - [`plugin_linker`]: the imports of `world plugin` (and of `world session-plugin`, which
-//!   imports the same): the WASI 0.2 interfaces a sandboxed program needs plus the host's
-//!   `process` and `config`.
+//! - [`plugin_linker`]: the imports of `world plugin` (and of `session-plugin` and
+//!   `command-plugin`, which import the same): the WASI 0.2 interfaces a sandboxed program
+//!   needs plus the host's `process`, `config` and `commands`.
 //! - [`tool_linker`]: `world tool`, the same WASI interfaces plus the `exit` hook of a
 //!   componentized preview1 program; for declared tools and for programs a plugin
 //!   produced. No `process`: a tool cannot spawn, so spawning is one level deep.
@@ -22,11 +22,11 @@ use super::quota_fs::WasiQuotaFsView;
 use super::store::StoreState;
 use crate::plugin::componentize::{EXIT_FIELD, EXIT_MODULE};
 
-/// What a plugin component may import: WASI, `process` and `config`.
+/// What a plugin component may import: WASI, `process`, `config` and `commands`.
 pub fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     add_wasi(&mut linker)?;
-    crate::wit::SessionPlugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
+    crate::wit::CommandPlugin::add_to_linker::<StoreState, HasSelf<StoreState>>(
         &mut linker,
         |s| s,
     )?;

@@ -2,6 +2,7 @@
 //! read-only mounts, its limits, its captured output, and the stores its programs run in.
 
 pub mod clock;
+pub mod commands;
 pub mod disk;
 pub mod linker;
 pub mod memory;
@@ -70,6 +71,9 @@ pub struct Sandbox {
     /// Without `tool_calls`: an empty directory to show at `/tools` instead (see
     /// `store.rs`); `None` only where no snapshot runs (deriving files).
     pub empty_tools_dir: Option<PathBuf>,
+    /// The other runtimes its plugin may run as commands (`commands.rs`); `None` in a
+    /// command's own sandbox and where no plugin runs.
+    pub commands: Option<Arc<dyn commands::CommandHost>>,
 }
 
 impl Sandbox {

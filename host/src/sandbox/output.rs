@@ -109,6 +109,11 @@ impl OutputCapture {
         }
     }
 
+    /// The most bytes kept of each stream.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// A WASI stdout/stderr that writes into this capture.
     pub fn stream(&self, channel: Channel) -> CaptureStream {
         CaptureStream {

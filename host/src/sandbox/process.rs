@@ -122,7 +122,7 @@ pub async fn run_tool(
 
 /// Runs a child to its end: its exit code, or the trap (or broken limit) that ends the
 /// whole call.
-async fn run_to_end(
+pub(super) async fn run_to_end(
     store: &mut Store<StoreState>,
     pre: &CommandPre<StoreState>,
 ) -> wasmtime::Result<i32> {
@@ -176,7 +176,7 @@ async fn resolve_program(
 
 /// Maps a guest path like `/out/main.wasm` to the host file in scratch, refusing
 /// anything that leaves it (`..`, symlinks pointing out).
-fn scratch_file(scratch: &Path, guest: &str) -> Result<PathBuf, SpawnError> {
+pub(super) fn scratch_file(scratch: &Path, guest: &str) -> Result<PathBuf, SpawnError> {
     let rel = Path::new(guest.trim_start_matches('/'));
     if rel
         .components()

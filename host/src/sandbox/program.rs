@@ -128,6 +128,10 @@ fn read_program(path: &Path, guest: &str) -> Result<Vec<u8>, InvalidProgram> {
     if bytes.len() as u64 > MAX_PROGRAM_BYTES {
         return Err(too_big());
     }
+    // A program `cc` made in the shell starts with a `#!` line (see `commands.rs`).
+    if let Some(module) = bytes.strip_prefix(super::commands::PROGRAM_HEADER) {
+        return Ok(module.to_vec());
+    }
     Ok(bytes)
 }
 

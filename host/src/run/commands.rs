@@ -1,0 +1,151 @@
+//! The runtimes as commands of another runtime's run (`runbox:plugin/commands`, see
+//! `sandbox/commands.rs`): which name runs which runtime (each entry's `commands` in
+//! plugins.toml), and one command run in a child of the caller's sandbox, on a fresh
+//! instance of the runtime's plugin through its `command` export.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+
+use super::instance::PluginInstance;
+use crate::plugin::preparation::PluginSlot;
+use crate::sandbox::commands::{captured, CommandFuture, CommandHost, Invocation};
+use crate::sandbox::Sandbox;
+
+/// Every command name with the runtime that answers to it.
+pub struct RuntimeCommands {
+    by_name: IndexMap<String, Arc<PluginSlot>>,
+}
+
+impl RuntimeCommands {
+    /// The commands of `plugins` (the manifest made sure no name has two runtimes).
+    pub fn new<'a>(plugins: impl IntoIterator<Item = &'a Arc<PluginSlot>>) -> RuntimeCommands {
+        let mut by_name = IndexMap::new();
+        for slot in plugins {
+            for name in &slot.spec.commands {
+                by_name.insert(name.clone(), slot.clone());
+            }
+        }
+        RuntimeCommands { by_name }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    async fn run_command(
+        &self,
+        caller: &Arc<Sandbox>,
+        invocation: Invocation,
+    ) -> crate::sandbox::commands::CommandResult {
+        let name = invocation.name.clone();
+        let Some(slot) = self.by_name.get(&name) else {
+            return Ok(Err(format!("{name}: command not found")));
+        };
+        let Some(plugin) = slot.ready() else {
+            let why = match slot.state() {
+                crate::plugin::preparation::Preparation::Failed(why) => {
+                    format!("runtime `{}` could not be prepared: {why}", slot.spec.name)
+                }
+                _ => format!(
+                    "runtime `{}` is still being prepared (the first start fetches and \
+                     compiles each runtime once); try again shortly",
+                    slot.spec.name
+                ),
+            };
+            return Ok(Err(format!("{name}: {why}")));
+        };
+        let child = caller.for_command(
+            plugin.tools.clone(),
+            plugin.settings.clone(),
+            plugin.mounts.clone(),
+        );
+        let byproducts = Byproducts::before(&caller.scratch, &plugin.spec.own_files);
+        let work = async {
+            let mut instance = PluginInstance::new(&plugin, &child).await?;
+            Ok(instance
+                .run_command(&plugin, &invocation)
+                .await?
+                .unwrap_or_else(|| {
+                    Err(format!(
+                        "runtime `{}` cannot be run as a command",
+                        plugin.spec.name
+                    ))
+                }))
+        };
+        let finished = captured(caller, &child, work).await;
+        byproducts.remove_new();
+        finished
+    }
+}
+
+impl CommandHost for RuntimeCommands {
+    fn available(&self) -> Vec<(String, String)> {
+        self.by_name
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.spec.name.clone()))
+            .collect()
+    }
+
+    fn run<'a>(&'a self, caller: &'a Arc<Sandbox>, invocation: Invocation) -> CommandFuture<'a> {
+        Box::pin(self.run_command(caller, invocation))
+    }
+}
+
+/// The runtime's own files (its `own-files`: preludes, a driver's files) that a command
+/// run would leave in the caller's scratch directory: those that were not there before
+/// are removed after it, so the caller's files are only what the command's program made.
+struct Byproducts {
+    /// Own files that did not exist before the command.
+    new: Vec<PathBuf>,
+}
+
+impl Byproducts {
+    fn before(scratch: &Path, own_files: &[String]) -> Byproducts {
+        let new = own_files
+            .iter()
+            .map(|own| scratch.join(own.trim_end_matches('/')))
+            .filter(|path| std::fs::symlink_metadata(path).is_err())
+            .collect();
+        Byproducts { new }
+    }
+
+    fn remove_new(self) {
+        for path in self.new {
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => {
+                    let _ = std::fs::remove_dir_all(&path);
+                }
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_own_files_the_command_made_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.py"), "mine").unwrap();
+        let own = vec![
+            "main.py".to_string(),
+            ".runbox/".to_string(),
+            "x.o".to_string(),
+        ];
+        let byproducts = Byproducts::before(dir.path(), &own);
+        std::fs::create_dir_all(dir.path().join(".runbox/matplotlib")).unwrap();
+        std::fs::write(dir.path().join("main.py"), "overwritten").unwrap();
+        std::fs::write(dir.path().join("out.csv"), "made by the program").unwrap();
+        byproducts.remove_new();
+        assert!(dir.path().join("main.py").exists(), "the user's file stays");
+        assert!(!dir.path().join(".runbox").exists());
+        assert!(dir.path().join("out.csv").exists());
+    }
+}

@@ -1,0 +1,236 @@
+//! The host side of `runbox:plugin/commands`: a plugin (the shell) runs another runtime's
+//! command (`python gen.py`), or a program `cc` made (`./a.out`), in its own sandbox, and
+//! gets the command's output back to pipe on.
+//!
+//! A command runs in a child of the caller's sandbox ([`Sandbox::for_command`]): the same
+//! scratch directory, memory, disk and tool-call budgets, journal and deadline (the
+//! caller's call clock, since it runs on the caller's task), with an output capture of
+//! its own. Which runtimes answer to which names is the run layer's business
+//! ([`CommandHost`], implemented in `run/commands.rs`); running a produced program is
+//! here, beside `process.rs`'s spawning of one.
+
+use std::future::Future;
+use std::path::{Component, Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::output::{Channel, OutputCapture};
+use super::process::{run_to_end, scratch_file};
+use super::program::load_program;
+use super::store::{new_store, ProgramIo, Stdin, StoreState};
+use super::Sandbox;
+use crate::wit::runbox::plugin::{command_line, commands};
+
+pub use command_line::{Finished, Invocation};
+
+/// What a command came to: `Ok(Err(_))` when it could not run (the caller says so and
+/// goes on), `Err(_)` when it broke a limit or trapped (the whole call ends).
+pub type CommandResult = wasmtime::Result<Result<Finished, String>>;
+
+/// A command's run, as the run layer hands it back.
+pub type CommandFuture<'a> = Pin<Box<dyn Future<Output = CommandResult> + Send + 'a>>;
+
+/// The runtimes a sandbox may run as commands (`run/commands.rs`).
+pub trait CommandHost: Send + Sync {
+    /// Each command name, with the runtime that runs it.
+    fn available(&self) -> Vec<(String, String)>;
+
+    /// Runs `invocation` (a command name, not a path) in a child of `caller`.
+    fn run<'a>(&'a self, caller: &'a Arc<Sandbox>, invocation: Invocation) -> CommandFuture<'a>;
+}
+
+impl command_line::Host for StoreState {}
+
+impl commands::Host for StoreState {
+    fn available(&mut self) -> wasmtime::Result<Vec<(String, String)>> {
+        Ok(self
+            .sandbox
+            .commands
+            .as_ref()
+            .map(|host| host.available())
+            .unwrap_or_default())
+    }
+
+    async fn run(&mut self, invocation: Invocation) -> CommandResult {
+        let caller = self.sandbox.clone();
+        if invocation.name.contains('/') {
+            return run_program(&caller, invocation).await;
+        }
+        match caller.commands.clone() {
+            Some(host) => host.run(&caller, invocation).await,
+            None => Ok(Err(format!(
+                "{}: this sandbox runs no other runtime's commands",
+                invocation.name
+            ))),
+        }
+    }
+}
+
+/// The first line of a program `cc` made in the shell, before its WebAssembly: it makes
+/// `./a.out` a script whose interpreter is the shell's `runbox-wasm` command, so the
+/// shell runs it by any path. The host skips it when it loads the program.
+pub const PROGRAM_HEADER: &[u8] = b"#!/usr/bin/env runbox-wasm\n";
+
+/// Runs the produced program `invocation.name` (a path relative to `cwd`, or absolute)
+/// in a child of `caller`, capturing its output.
+async fn run_program(caller: &Arc<Sandbox>, invocation: Invocation) -> CommandResult {
+    let guest = match guest_path(&invocation.cwd, &invocation.name) {
+        Some(path) => path,
+        None => {
+            return Ok(Err(format!(
+                "{}: not a path inside the scratch directory",
+                invocation.name
+            )))
+        }
+    };
+    let path = match scratch_file(&caller.scratch, &guest) {
+        Ok(path) => path,
+        Err(e) => return Ok(Err(format!("{}: {}", invocation.name, spawn_message(e)))),
+    };
+    let child = caller.for_command(
+        caller.tools.clone(),
+        caller.settings.clone(),
+        caller.mounts.clone(),
+    );
+    let work = async {
+        // Compiling a program is building it (see `clock.rs`), not running it.
+        let step = super::clock::current().map(|clock| clock.build_step());
+        let loaded = load_program(&child, &path, &guest).await?;
+        drop(step);
+        let pre = match loaded {
+            Ok(pre) => pre,
+            Err(e) => return Ok(Err(format!("{}: {e}", invocation.name))),
+        };
+        let mut argv = vec![invocation.name.clone()];
+        argv.extend(invocation.args.iter().cloned());
+        let io = ProgramIo {
+            argv,
+            env: vec![
+                ("HOME".into(), "/".into()),
+                ("PWD".into(), invocation.cwd.clone()),
+            ],
+            stdin: Stdin::Bytes(invocation.stdin.clone()),
+        };
+        let engine = pre.instance_pre().engine().clone();
+        let mut store = new_store(&child, io, &engine)?;
+        run_to_end(&mut store, &pre).await.map(Ok)
+    };
+    captured(caller, &child, work).await
+}
+
+/// A `process` spawn error as a shell would word it.
+fn spawn_message(e: crate::wit::runbox::plugin::process::SpawnError) -> String {
+    use crate::wit::runbox::plugin::process::SpawnError;
+    match e {
+        SpawnError::NotFound(m) | SpawnError::InvalidProgram(m) => m,
+    }
+}
+
+/// `name` as an absolute guest path, seen from `cwd`; `None` when it leaves `/`.
+fn guest_path(cwd: &str, name: &str) -> Option<String> {
+    let joined = if name.starts_with('/') {
+        PathBuf::from(name)
+    } else {
+        Path::new(cwd).join(name)
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for part in joined.components() {
+        match part {
+            Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::Normal(p) => parts.push(p.to_str()?.to_string()),
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
+/// Runs a command's `work` in `child`, a child of `caller`, and hands back what it wrote.
+///
+/// The output is held in host memory until the caller takes it: room for it (the run's
+/// output limit, each stream) is charged to the run's memory budget meanwhile, and a run
+/// without that room ends as a memory limit would. Programs the command compiled are the caller's to keep or
+/// forget. When the command ends the whole call, what it wrote to stderr is passed on to
+/// the caller's, so a traceback before a timeout is not lost.
+pub async fn captured(
+    caller: &Arc<Sandbox>,
+    child: &Arc<Sandbox>,
+    work: impl Future<Output = wasmtime::Result<Result<i32, String>>>,
+) -> CommandResult {
+    // Charged before: the output is held in host memory until the caller has it.
+    let Some(_held) = caller.memory.reserve(2 * child.output.cap()) else {
+        return Err(wasmtime::format_err!(
+            "memory limit reached: no room for a command's output ({} bytes a stream)",
+            child.output.cap()
+        ));
+    };
+    let ended = work.await;
+    let compiled =
+        std::mem::take(&mut *child.new_programs.lock().unwrap_or_else(|e| e.into_inner()));
+    caller
+        .new_programs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(compiled);
+    let output = child.output.take();
+    let code = match ended {
+        Ok(Ok(code)) => code,
+        Ok(Err(message)) => return Ok(Err(message)),
+        Err(trap) => {
+            // Best effort: past the caller's own output limit the rest is dropped.
+            let _ = caller.output.write(Channel::Stderr, &output.stderr);
+            return Err(trap);
+        }
+    };
+    Ok(Ok(Finished {
+        exit_code: code,
+        stdout: output.stdout,
+        stderr: output.stderr,
+    }))
+}
+
+impl Sandbox {
+    /// A child of this sandbox for one command (see the module's documentation), with
+    /// the tools, settings and mounts of the runtime that runs it. Its own commands are
+    /// none: a command cannot run another.
+    pub fn for_command(
+        self: &Arc<Self>,
+        tools: Arc<std::collections::HashMap<String, super::Tool>>,
+        settings: Arc<Vec<(String, Vec<String>)>>,
+        mounts: Arc<Vec<super::Mount>>,
+    ) -> Arc<Sandbox> {
+        Arc::new(Sandbox {
+            engine: self.engine.clone(),
+            programs: self.programs.clone(),
+            tools,
+            settings,
+            scratch: self.scratch.clone(),
+            mounts,
+            output: OutputCapture::new(self.output.cap()),
+            memory: self.memory.clone(),
+            disk: self.disk.clone(),
+            new_programs: Default::default(),
+            resources_per_store: self.resources_per_store,
+            journal: self.journal.clone(),
+            tool_calls: self.tool_calls.clone(),
+            empty_tools_dir: self.empty_tools_dir.clone(),
+            commands: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_seen_from_the_working_directory() {
+        assert_eq!(guest_path("/", "./a.out").as_deref(), Some("/a.out"));
+        assert_eq!(guest_path("/src", "../bin/p").as_deref(), Some("/bin/p"));
+        assert_eq!(guest_path("/src", "/p").as_deref(), Some("/p"));
+        assert_eq!(guest_path("/", "../p"), None);
+        assert_eq!(guest_path("/a", "../../p"), None);
+    }
+}
