@@ -7,7 +7,7 @@ use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, RunRequest};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::runbox;
+use crate::common::{options, own_runbox, runbox};
 
 async fn shell(code: &str, files: &[(&str, &str)], timeout: Duration) -> RunOutcome {
     runbox()
@@ -193,4 +193,34 @@ async fn unknown_commands_and_bad_programs_say_so() {
     assert_eq!(stdout(&out), "exit 127\nok\n");
     let stderr = out.stderr();
     assert!(stderr.contains("nosuchtool: command not found"), "{stderr}");
+}
+
+/// The runtime's own files a command makes (sqlite3's driver script, ~50 KB) are removed
+/// after it and their bytes given back: a hundred commands fit in a 2 MiB scratch cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_leave_no_charge_on_the_scratch_budget() {
+    let mut limits = runbox::limits::LimitSettings::default();
+    limits.scratch_bytes = 2 << 20;
+    let runbox = own_runbox(runbox::service::RunboxOptions {
+        only: vec!["shell".into(), "sqlite".into()],
+        limits,
+        ..options()
+    })
+    .await;
+    let out = runbox
+        .run(
+            RunRequest {
+                runtime: "shell".into(),
+                code: "for i in $(seq 100); do sqlite3 :memory: 'select 1' > /dev/null || exit 9; done; echo done; ls -A".into(),
+                limits: LimitOverrides {
+                    timeout: Some(Duration::from_secs(120)),
+                    ..LimitOverrides::default()
+                },
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run");
+    assert_eq!(stdout(&out), "done\n", "{}", out.tty());
 }

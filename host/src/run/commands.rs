@@ -11,6 +11,7 @@ use indexmap::IndexMap;
 use super::instance::PluginInstance;
 use crate::plugin::preparation::PluginSlot;
 use crate::sandbox::commands::{captured, CommandFuture, CommandHost, Invocation};
+use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::Sandbox;
 
 /// Every command name with the runtime that answers to it.
@@ -75,7 +76,7 @@ impl RuntimeCommands {
                 }))
         };
         let finished = captured(caller, &child, work).await;
-        byproducts.remove_new();
+        byproducts.remove_new(&caller.disk);
         finished
     }
 }
@@ -111,16 +112,13 @@ impl Byproducts {
         Byproducts { new }
     }
 
-    fn remove_new(self) {
+    /// Removes them, giving their bytes and names back to the run's `disk` budget.
+    fn remove_new(self, disk: &DiskBudget) {
         for path in self.new {
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.is_dir() => {
-                    let _ = std::fs::remove_dir_all(&path);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                if let Err(e) = disk.remove_tree(&path) {
+                    tracing::warn!(path = %path.display(), "cannot remove a command's own file: {e}");
                 }
-                Ok(_) => {
-                    let _ = std::fs::remove_file(&path);
-                }
-                Err(_) => {}
             }
         }
     }
@@ -143,7 +141,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".runbox/matplotlib")).unwrap();
         std::fs::write(dir.path().join("main.py"), "overwritten").unwrap();
         std::fs::write(dir.path().join("out.csv"), "made by the program").unwrap();
-        byproducts.remove_new();
+        byproducts.remove_new(&DiskBudget::new(1 << 20, 100));
         assert!(dir.path().join("main.py").exists(), "the user's file stays");
         assert!(!dir.path().join(".runbox").exists());
         assert!(dir.path().join("out.csv").exists());

@@ -39,6 +39,7 @@
 //! about 40 MiB at the default 10,000 names.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -57,6 +58,24 @@ pub const DIRECTORY_BYTES: u64 = 4096;
 pub struct FileKey {
     pub lower: u64,
     pub upper: u64,
+}
+
+impl FileKey {
+    /// The key wasmtime-wasi's `metadata-hash` gives the object `meta` describes: its
+    /// device and inode through std's `DefaultHasher`, the upper half the lower xor'ed
+    /// with wasmtime-wasi's constant. For what the host itself removes from a run's
+    /// scratch directory ([`DiskBudget::remove_tree`]); the tests hold it to wasmtime-wasi's.
+    pub fn of(meta: &std::fs::Metadata) -> FileKey {
+        use std::hash::{Hash, Hasher};
+        #[allow(deprecated)] // wasmtime-wasi's choice, which the key must match
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (meta.dev(), meta.ino()).hash(&mut hasher);
+        let lower = hasher.finish();
+        FileKey {
+            lower,
+            upper: lower ^ 4614256656552045848u64,
+        }
+    }
 }
 
 /// A write, growth or creation the run's scratch budget does not allow.
@@ -231,6 +250,26 @@ impl DiskBudget {
                 Err(self.refuse())
             }
         }
+    }
+
+    /// Removes `path` (a file, a symlink, or a directory with everything in it) on the
+    /// host's side, giving back what the books charged for each name and object, as the
+    /// run's own removals do. Symlinks are removed, never followed.
+    pub fn remove_tree(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let meta = std::fs::symlink_metadata(path)?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(path)? {
+                self.remove_tree(&entry?.path())?;
+            }
+            std::fs::remove_dir(path)?;
+        } else {
+            std::fs::remove_file(path)?;
+        }
+        self.give_back_entry();
+        if meta.is_dir() || meta.nlink() <= 1 {
+            self.unlinked(FileKey::of(&meta));
+        }
+        Ok(())
     }
 
     /// The last link of the file, symlink or directory `key` was removed (a directory

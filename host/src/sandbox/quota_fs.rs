@@ -1035,6 +1035,28 @@ mod tests {
         assert_eq!(f.charged().0, 1);
     }
 
+    /// What the host removes itself (a command's own files, `run/commands.rs`) is given
+    /// back as the run's own removals are: its key is the one wasmtime-wasi hashes.
+    #[tokio::test]
+    async fn the_hosts_removals_give_back_what_the_run_made() {
+        let mut f = Fixture::new(10 * DIRECTORY_BYTES, 100);
+        let root = f.root();
+        for d in ["d", "d/e"] {
+            f.view()
+                .create_directory_at(borrow(&root), d.into())
+                .await
+                .unwrap();
+        }
+        f.view()
+            .symlink_at(borrow(&root), "target".into(), "d/link".into())
+            .await
+            .unwrap();
+        assert_eq!(f.charged(), (2 * DIRECTORY_BYTES + 6, 3));
+        f.budget.remove_tree(&f.dir.path().join("d")).unwrap();
+        assert!(!f.exists("d"));
+        assert_eq!(f.charged(), (0, 0));
+    }
+
     #[tokio::test]
     async fn directories_are_charged_a_block_until_removed() {
         let mut f = Fixture::new(3 * DIRECTORY_BYTES + 100, 100);
