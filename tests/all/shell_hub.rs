@@ -199,8 +199,10 @@ async fn unknown_commands_and_bad_programs_say_so() {
 /// after it and their bytes given back: a hundred commands fit in a 2 MiB scratch cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_leave_no_charge_on_the_scratch_budget() {
-    let mut limits = runbox::limits::LimitSettings::default();
-    limits.scratch_bytes = 2 << 20;
+    let limits = runbox::limits::LimitSettings {
+        scratch_bytes: 2 << 20,
+        ..Default::default()
+    };
     let runbox = own_runbox(runbox::service::RunboxOptions {
         only: vec!["shell".into(), "sqlite".into()],
         limits,
