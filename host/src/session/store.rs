@@ -12,7 +12,10 @@
 //! and storing removes it. A fresh lease of another process means the session lives
 //! there: it is not resumed twice. A stale one means that process stopped without
 //! storing the session (`kill -9`, a crash): the session resumes as last stored, what it
-//! did there is lost, and its next result says so.
+//! did there is lost, and its next result says so. A lease records its process's host
+//! (host name and boot): on the same host, a lease whose process is gone is stale at
+//! once, so a server restarted after a crash resumes its sessions at their first call;
+//! another host's lease is judged by its age.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -86,13 +89,78 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The parts of an incarnation, `REPLICA/PID/NONCE/HOST` (read from the right: a replica's
+/// name may hold a `/`). A lease written before hosts were recorded has no host.
+struct Incarnation<'a> {
+    replica: &'a str,
+    pid: &'a str,
+    host: Option<&'a str>,
+}
+
+impl<'a> Incarnation<'a> {
+    fn parse(incarnation: &'a str) -> Option<Incarnation<'a>> {
+        let parts: Vec<&str> = incarnation.rsplitn(4, '/').collect();
+        match parts[..] {
+            [host, _nonce, pid, replica] if pid.parse::<u32>().is_ok() => Some(Incarnation {
+                replica,
+                pid,
+                host: Some(host),
+            }),
+            [_nonce, pid, replica] if pid.parse::<u32>().is_ok() => Some(Incarnation {
+                replica,
+                pid,
+                host: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Who a lease names, as a person reads it: the replica (or `runbox`) and its process.
 fn holder(incarnation: &str) -> String {
-    let mut parts = incarnation.splitn(3, '/');
-    match (parts.next(), parts.next()) {
-        (Some(name), Some(pid)) => format!("{name} (process {pid})"),
-        _ => incarnation.chars().take(80).collect(),
+    match Incarnation::parse(incarnation) {
+        Some(i) => format!("{} (process {})", i.replica, i.pid),
+        None => incarnation.chars().take(80).collect(),
     }
+}
+
+/// This machine, as leases name it: its host name and the boot it is in (a process of an
+/// earlier boot is gone, whatever its pid).
+fn this_host() -> String {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().replace('/', "_"))
+            .unwrap_or_default()
+    };
+    format!(
+        "{}:{}",
+        read("/proc/sys/kernel/hostname"),
+        read("/proc/sys/kernel/random/boot_id")
+    )
+}
+
+/// Whether the process that wrote the lease `by` is gone for certain: it ran on this host
+/// (in this boot) and its pid is now ours or no process's. Another host's process, or a
+/// lease that names no host, is judged by the lease's age alone.
+fn holder_is_gone(by: &str, here: &str) -> bool {
+    let Some(holder) = Incarnation::parse(by) else {
+        return false;
+    };
+    if holder.host != Some(here) || here.starts_with(':') {
+        return false;
+    }
+    let Ok(pid) = holder.pid.parse::<i32>() else {
+        return false;
+    };
+    if pid as u32 == std::process::id() {
+        // A restarted process that got the same pid (PID 1 in a container).
+        return true;
+    }
+    // Signal 0 checks that the process exists; EPERM means it does (another user's).
+    // SAFETY: kill with signal 0 sends nothing.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    !alive
 }
 
 /// Session ids are header-safe; anything else never names a file.
@@ -118,7 +186,12 @@ impl SessionStore {
         let mut nonce = [0u8; 8];
         getrandom::getrandom(&mut nonce).map_err(|e| std::io::Error::other(e.to_string()))?;
         let store = SessionStore {
-            incarnation: format!("{replica}/{}/{}", std::process::id(), hex::encode(nonce)),
+            incarnation: format!(
+                "{replica}/{}/{}/{}",
+                std::process::id(),
+                hex::encode(nonce),
+                this_host()
+            ),
             settings,
         };
         for entry in std::fs::read_dir(&store.settings.dir)?.flatten() {
@@ -136,6 +209,13 @@ impl SessionStore {
 
     pub fn settings(&self) -> &StoreSettings {
         &self.settings
+    }
+
+    /// This process's host, as its leases name it.
+    fn host(&self) -> &str {
+        Incarnation::parse(&self.incarnation)
+            .and_then(|i| i.host)
+            .unwrap_or_default()
     }
 
     /// This process, as leases name it.
@@ -299,7 +379,11 @@ impl SessionStore {
             .ok()
             .and_then(|t| t.elapsed().ok());
         match (&before, age) {
-            (Some(by), Some(age)) if *by != self.incarnation && age < LEASE_FRESH => {
+            (Some(by), Some(age))
+                if *by != self.incarnation
+                    && age < LEASE_FRESH
+                    && !holder_is_gone(by, self.host()) =>
+            {
                 return Err(StoreError::Held {
                     id: id.to_string(),
                     by: holder(by),
@@ -441,17 +525,52 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_process_on_this_host_holds_no_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), 10);
+        store.write(&entry("a")).unwrap();
+        let here = store.host().to_string();
+        assert!(!here.is_empty() && !here.starts_with(':'), "{here}");
+        // A process that ran here and exited: its fresh lease is taken at once.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        std::fs::write(dir.path().join("a.lease"), format!("r9/{dead}/00/{here}")).unwrap();
+        match store.take("a").unwrap() {
+            Taken::Abandoned { by } => assert_eq!(by, format!("r9 (process {dead})")),
+            other => panic!("{other:?}"),
+        }
+        // A live process here, another host's process, or a lease naming no host: held
+        // while fresh.
+        let parent = std::os::unix::process::parent_id();
+        for lease in [
+            format!("r9/{parent}/00/{here}"),
+            format!("r9/{dead}/00/elsewhere:boot"),
+            format!("r9/{dead}/00"),
+        ] {
+            std::fs::write(dir.path().join("a.lease"), &lease).unwrap();
+            let e = store.take("a").unwrap_err().to_string();
+            assert!(e.contains("is in use by `r9 (process"), "{lease}: {e}");
+        }
+    }
+
+    #[test]
     fn a_lease_left_behind_tells_of_a_process_that_stopped_without_storing() {
         let dir = tempfile::tempdir().unwrap();
         let first = store(dir.path(), 10);
         first.write(&entry("a")).unwrap();
         assert_eq!(first.take("a").unwrap(), Taken::Clean);
         // `first` is killed here: it never stores `a` again. While its lease is fresh
-        // another process does not take the session (it may still be alive).
+        // another process does not take the session (it may still be alive). (Both run
+        // in this test's process: `first` is made another host's, whose pids cannot be
+        // checked.)
+        let lease = dir.path().join("a.lease");
+        let written = std::fs::read_to_string(&lease).unwrap();
+        let (incarnation, _host) = written.rsplit_once('/').unwrap();
+        std::fs::write(&lease, format!("{incarnation}/elsewhere:boot")).unwrap();
         let second = store(dir.path(), 10);
         let e = second.take("a").unwrap_err().to_string();
         assert!(e.contains("is in use by `r1 (process"), "{e}");
-        let lease = dir.path().join("a.lease");
         let stale = std::time::SystemTime::now() - LEASE_FRESH - Duration::from_secs(1);
         std::fs::File::options()
             .write(true)
