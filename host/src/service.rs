@@ -286,7 +286,6 @@ impl Runbox {
             .unwrap_or_else(|| cache.root().join("scratch"));
         let preparer = Preparer {
             slots: plugins.values().cloned().collect(),
-            current: Arc::default(),
             cache: cache.clone(),
             engine: engine.clone(),
             plugin_linker: plugins_linker,

@@ -35,6 +35,8 @@ pub struct PluginSlot {
     /// What its preparation is doing now, and since when.
     doing: Mutex<Option<(String, Instant)>>,
     queued_at: Instant,
+    /// A call waits for it: it is prepared next.
+    demanded: std::sync::atomic::AtomicBool,
 }
 
 /// Why a call could not have its runtime.
@@ -60,6 +62,7 @@ impl PluginSlot {
             state: watch::Sender::new(Preparation::Preparing),
             doing: Mutex::new(None),
             queued_at: Instant::now(),
+            demanded: Default::default(),
         }
     }
 
@@ -85,8 +88,15 @@ impl PluginSlot {
         self.state.borrow().clone()
     }
 
-    /// Waits for the plugin until `wait` has passed.
+    /// Whether a call has waited for it.
+    pub fn is_demanded(&self) -> bool {
+        self.demanded.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits for the plugin until `wait` has passed; its preparation goes first from now.
     pub async fn wait_ready(&self, wait: Duration) -> Result<Arc<LoadedPlugin>, NotReady> {
+        self.demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let started = Instant::now();
         let mut rx = self.state.subscribe();
         let until = tokio::time::Instant::now() + wait;
@@ -120,7 +130,7 @@ impl PluginSlot {
                 since.elapsed().as_secs_f64()
             ),
             None => format!(
-                "waiting for the runtimes listed before it (for {:.0} s)",
+                "waiting for its turn behind the runtimes being prepared (for {:.0} s; it goes next)",
                 self.queued_at.elapsed().as_secs_f64()
             ),
         };
@@ -132,57 +142,275 @@ impl PluginSlot {
     }
 }
 
-/// Prepares the runtimes, in plugins.toml order.
+/// How many runtimes are prepared at once: a small one is not held behind a big one
+/// (compiling one already uses every core, so more would not go faster).
+pub const PREPARATION_WORKERS: usize = 2;
+
+/// Prepares the runtimes, the ones a call waits for first, then the cheap ones (no tools
+/// of their own: the built-in interpreters), then in plugins.toml order, clang's family
+/// (the largest: LLVM, and the files derived from it) last; [`PREPARATION_WORKERS`] at a
+/// time, never two that share an artifact (they would fetch and compile it twice).
 pub struct Preparer {
     pub slots: Vec<Arc<PluginSlot>>,
-    /// The index of the slot being prepared, for [`Preparer::observer`].
-    pub current: Arc<std::sync::atomic::AtomicUsize>,
     pub cache: Cache,
     pub engine: SandboxEngine,
     pub plugin_linker: wasmtime::component::Linker<StoreState>,
     pub tool_linker: wasmtime::component::Linker<StoreState>,
 }
 
+std::thread_local! {
+    /// The slot this preparation thread is preparing, for [`Preparer::observer`].
+    static CURRENT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Which slots are started, and the first failure.
+#[derive(Default)]
+struct Queue {
+    started: Vec<bool>,
+    running: Vec<usize>,
+    failure: Option<PluginError>,
+}
+
 impl Preparer {
-    /// Tells the slot being prepared what its preparation is doing.
+    /// Tells the slot being prepared on the calling thread what its preparation is doing.
     pub fn observer(&self) -> crate::plugin::artifact::Observer {
-        let (slots, current) = (self.slots.clone(), self.current.clone());
+        let slots = self.slots.clone();
         Arc::new(move |step: &str| {
-            if let Some(slot) = slots.get(current.load(std::sync::atomic::Ordering::SeqCst)) {
+            if let Some(slot) = CURRENT.with(|c| c.get()).and_then(|i| slots.get(i)) {
                 slot.doing(step);
             }
         })
     }
 
     /// Prepares every runtime. With `stop_at_error`, returns the first failure (nothing
-    /// after it is prepared); otherwise a failed runtime is marked and the rest go on.
+    /// is started after it); otherwise a failed runtime is marked and the rest go on.
     pub fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
-        for (i, slot) in self.slots.iter().enumerate() {
-            self.current.store(i, std::sync::atomic::Ordering::SeqCst);
-            slot.doing("loading it from the cache");
-            let loaded = load_plugin(
-                &slot.spec,
-                &self.cache,
-                &self.engine,
-                &self.plugin_linker,
-                &self.tool_linker,
-                progress,
-            );
-            match loaded {
-                Ok(plugin) => slot.finish(Preparation::Ready(Arc::new(plugin))),
-                Err(e) => {
-                    slot.finish(Preparation::Failed(e.to_string()));
-                    if stop_at_error {
-                        return Err(e);
+        let queue = Mutex::new(Queue {
+            started: vec![false; self.slots.len()],
+            ..Queue::default()
+        });
+        let finished = std::sync::Condvar::new();
+        let workers = PREPARATION_WORKERS.min(self.slots.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| self.work(&queue, &finished, progress, stop_at_error));
+            }
+        });
+        let failure = queue
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .failure;
+        match failure {
+            Some(e) if stop_at_error => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// One worker: takes the next slot until none is left.
+    fn work(
+        &self,
+        queue: &Mutex<Queue>,
+        finished: &std::sync::Condvar,
+        progress: &Progress,
+        stop_at_error: bool,
+    ) {
+        loop {
+            let next = {
+                let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if q.failure.is_some() && stop_at_error {
+                        return;
                     }
-                    tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
-                    eprintln!(
-                        "runbox: runtime `{}` could not be prepared: {e}",
-                        slot.spec.name
-                    );
+                    if q.started.iter().all(|s| *s) {
+                        return;
+                    }
+                    match pick(&self.slots, &q) {
+                        Some(i) => {
+                            q.started[i] = true;
+                            q.running.push(i);
+                            break i;
+                        }
+                        // What is left shares an artifact with what runs: wait for it.
+                        None => {
+                            q = finished
+                                .wait_timeout(q, Duration::from_millis(200))
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        }
+                    }
                 }
+            };
+            let failure = self.prepare(next, progress);
+            let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.running.retain(|i| *i != next);
+            if let Some(e) = failure {
+                q.failure.get_or_insert(e);
+            }
+            finished.notify_all();
+        }
+    }
+
+    /// Loads slot `i`: its failure, if it failed.
+    fn prepare(&self, i: usize, progress: &Progress) -> Option<PluginError> {
+        let slot = &self.slots[i];
+        CURRENT.with(|c| c.set(Some(i)));
+        slot.doing("loading it from the cache");
+        let loaded = load_plugin(
+            &slot.spec,
+            &self.cache,
+            &self.engine,
+            &self.plugin_linker,
+            &self.tool_linker,
+            progress,
+        );
+        CURRENT.with(|c| c.set(None));
+        match loaded {
+            Ok(plugin) => {
+                slot.finish(Preparation::Ready(Arc::new(plugin)));
+                None
+            }
+            Err(e) => {
+                slot.finish(Preparation::Failed(e.to_string()));
+                tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
+                eprintln!(
+                    "runbox: runtime `{}` could not be prepared: {e}",
+                    slot.spec.name
+                );
+                Some(e)
             }
         }
-        Ok(())
+    }
+}
+
+/// The slot to prepare next: one a call waits for, else the cheapest kind, in file
+/// order; never one sharing an artifact with a slot being prepared.
+fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
+    let free = |i: &usize| {
+        !q.started[*i]
+            && !q
+                .running
+                .iter()
+                .any(|r| shares_artifacts(&slots[*r], &slots[*i]))
+    };
+    let waiting = (0..slots.len())
+        .filter(free)
+        .find(|i| slots[*i].is_demanded());
+    waiting.or_else(|| {
+        (0..slots.len())
+            .filter(free)
+            .min_by_key(|i| (cost_rank(slots, *i), *i))
+    })
+}
+
+/// The artifacts (tools, mounts, adapter) a runtime is made of, by sha256.
+fn artifacts(spec: &PluginSpec) -> Vec<&str> {
+    let mut all: Vec<&str> = spec
+        .tools
+        .values()
+        .map(|t| t.artifact.sha256.as_str())
+        .collect();
+    all.extend(spec.mounts.iter().map(|m| m.artifact().sha256.as_str()));
+    if let crate::manifest::AdapterSpec::Artifact(a) = &spec.adapter {
+        all.push(a.sha256.as_str());
+    }
+    all
+}
+
+fn shares_artifacts(a: &PluginSlot, b: &PluginSlot) -> bool {
+    let theirs = artifacts(&b.spec);
+    artifacts(&a.spec).iter().any(|x| theirs.contains(x))
+}
+
+/// How much preparing slot `i` costs, roughly: 0 for a runtime with no tools (a built-in
+/// interpreter: one small component), 2 for one with derived files or sharing an artifact
+/// with one that has them (clang's family), 1 otherwise.
+fn cost_rank(slots: &[Arc<PluginSlot>], i: usize) -> u8 {
+    let spec = &slots[i].spec;
+    if spec.tools.is_empty() && spec.mounts.is_empty() {
+        return 0;
+    }
+    let derives = |s: &PluginSlot| !s.spec.derived.is_empty();
+    if derives(&slots[i])
+        || slots
+            .iter()
+            .any(|s| derives(s) && shares_artifacts(s, &slots[i]))
+    {
+        2
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots() -> Vec<Arc<PluginSlot>> {
+        crate::manifest::Manifest::builtin()
+            .unwrap()
+            .plugins
+            .into_values()
+            .map(|spec| Arc::new(PluginSlot::new(spec)))
+            .collect()
+    }
+
+    fn name(slots: &[Arc<PluginSlot>], i: usize) -> &str {
+        &slots[i].spec.name
+    }
+
+    /// The order an empty cache is prepared in, one at a time.
+    fn order(slots: &[Arc<PluginSlot>]) -> Vec<String> {
+        let mut q = Queue {
+            started: vec![false; slots.len()],
+            ..Queue::default()
+        };
+        let mut order = Vec::new();
+        while let Some(i) = pick(slots, &q) {
+            q.started[i] = true;
+            order.push(name(slots, i).to_string());
+        }
+        order
+    }
+
+    #[test]
+    fn the_cheap_runtimes_go_first_and_clang_last() {
+        let slots = slots();
+        let order = order(&slots);
+        let position = |n: &str| order.iter().position(|o| o == n).unwrap();
+        for cheap in ["javascript", "typescript", "shell"] {
+            assert!(position(cheap) < 3, "{order:?}");
+        }
+        // The rest in file order (python, the most used, first among them).
+        assert!(position("python") < position("quickjs"), "{order:?}");
+        assert!(position("quickjs") < position("sqlite"), "{order:?}");
+        for big in ["clang", "clangpp"] {
+            assert!(position(big) >= order.len() - 2, "{order:?}");
+        }
+    }
+
+    #[test]
+    fn a_runtime_a_call_waits_for_goes_next_but_never_beside_its_artifacts() {
+        let slots = slots();
+        let index = |n: &str| slots.iter().position(|s| s.spec.name == n).unwrap();
+        slots[index("python")]
+            .demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut q = Queue {
+            started: vec![false; slots.len()],
+            ..Queue::default()
+        };
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "python");
+        // clangpp is asked for while clang (the same LLVM) is being prepared: the next pick
+        // is another runtime, and clangpp waits for clang.
+        q.started[index("python")] = true;
+        q.started[index("clang")] = true;
+        q.running.push(index("clang"));
+        slots[index("clangpp")]
+            .demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let next = pick(&slots, &q).unwrap();
+        assert_ne!(name(&slots, next), "clangpp");
+        q.running.clear();
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "clangpp");
     }
 }

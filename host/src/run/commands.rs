@@ -44,18 +44,18 @@ impl RuntimeCommands {
         let Some(slot) = self.by_name.get(&name) else {
             return Ok(Err(format!("{name}: command not found")));
         };
-        let Some(plugin) = slot.ready() else {
-            let why = match slot.state() {
-                crate::plugin::preparation::Preparation::Failed(why) => {
-                    format!("runtime `{}` could not be prepared: {why}", slot.spec.name)
-                }
-                _ => format!(
-                    "runtime `{}` is still being prepared (the first start fetches and \
-                     compiles each runtime once); try again shortly",
-                    slot.spec.name
-                ),
-            };
-            return Ok(Err(format!("{name}: {why}")));
+        // A runtime still being prepared goes first now, and is waited for while the
+        // call has time left.
+        let left = crate::sandbox::clock::current()
+            .map(|clock| {
+                clock
+                    .deadline()
+                    .saturating_duration_since(std::time::Instant::now())
+            })
+            .unwrap_or_default();
+        let plugin = match slot.wait_ready(left).await {
+            Ok(plugin) => plugin,
+            Err(why) => return Ok(Err(format!("{name}: {why}"))),
         };
         let child = caller.for_command(
             plugin.tools.clone(),
