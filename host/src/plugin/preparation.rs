@@ -282,8 +282,8 @@ impl Preparer {
     }
 }
 
-/// The slot to prepare next: one a call waits for, else the cheapest kind, in file
-/// order; never one sharing an artifact with a slot being prepared.
+/// The slot to prepare next: of those a call waits for, else of all, the cheapest kind
+/// in file order; never one sharing an artifact with a slot being prepared.
 fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
     let free = |i: &usize| {
         !q.started[*i]
@@ -292,14 +292,13 @@ fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
                 .iter()
                 .any(|r| shares_artifacts(&slots[*r], &slots[*i]))
     };
-    let waiting = (0..slots.len())
-        .filter(free)
-        .find(|i| slots[*i].is_demanded());
-    waiting.or_else(|| {
+    let cheapest = |demanded: bool| {
         (0..slots.len())
             .filter(free)
+            .filter(|i| !demanded || slots[*i].is_demanded())
             .min_by_key(|i| (cost_rank(slots, *i), *i))
-    })
+    };
+    cheapest(true).or_else(|| cheapest(false))
 }
 
 /// The artifacts (tools, mounts, adapter) a runtime is made of, by sha256.
@@ -400,6 +399,12 @@ mod tests {
             ..Queue::default()
         };
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "python");
+        // Of two runtimes waited for, the cheaper first.
+        slots[index("shell")]
+            .demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "shell");
+        q.started[index("shell")] = true;
         // clangpp is asked for while clang (the same LLVM) is being prepared: the next pick
         // is another runtime, and clangpp waits for clang.
         q.started[index("python")] = true;
