@@ -20,11 +20,14 @@
 // Outside WebAssembly only the tests use the interpreter.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
+mod bc;
 mod commands;
 mod files;
 mod shell;
 mod tools;
 
+#[cfg(test)]
+mod gnu_tests;
 #[cfg(test)]
 mod tests;
 

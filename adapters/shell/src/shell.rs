@@ -76,6 +76,7 @@ impl Shell {
             .limits(limits)
             .session_limits(SessionLimits::unlimited())
             .memory_limits(MemoryLimits::unlimited())
+            .builtin("bc", Box::new(crate::bc::BcCommand))
             .builtin("tool", Box::new(tools));
         let bash = with_commands(bash, commands).build();
         Ok(Shell {
