@@ -168,6 +168,8 @@ std::thread_local! {
 struct Queue {
     started: Vec<bool>,
     running: Vec<usize>,
+    /// Prepared (or failed).
+    done: Vec<bool>,
     failure: Option<PluginError>,
 }
 
@@ -187,6 +189,7 @@ impl Preparer {
     pub fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
         let queue = Mutex::new(Queue {
             started: vec![false; self.slots.len()],
+            done: vec![false; self.slots.len()],
             ..Queue::default()
         });
         let finished = std::sync::Condvar::new();
@@ -243,6 +246,7 @@ impl Preparer {
             let failure = self.prepare(next, progress);
             let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
             q.running.retain(|i| *i != next);
+            q.done[next] = true;
             if let Some(e) = failure {
                 q.failure.get_or_insert(e);
             }
@@ -285,13 +289,7 @@ impl Preparer {
 /// The slot to prepare next: of those a call waits for, else of all, the cheapest kind
 /// in file order; never one sharing an artifact with a slot being prepared.
 fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
-    let free = |i: &usize| {
-        !q.started[*i]
-            && !q
-                .running
-                .iter()
-                .any(|r| shares_artifacts(&slots[*r], &slots[*i]))
-    };
+    let free = |i: &usize| !q.started[*i] && !q.running.iter().any(|r| conflicts(slots, q, *r, *i));
     let cheapest = |demanded: bool| {
         (0..slots.len())
             .filter(free)
@@ -301,23 +299,42 @@ fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
     cheapest(true).or_else(|| cheapest(false))
 }
 
-/// The artifacts (tools, mounts, adapter) a runtime is made of, by sha256.
-fn artifacts(spec: &PluginSpec) -> Vec<&str> {
-    let mut all: Vec<&str> = spec
+/// What a runtime is made of and compiled once for all who share it: its tools and mounts
+/// (by sha256) and its adapter (a built-in one by name: `typescript` is `javascript`'s).
+fn artifacts(spec: &PluginSpec) -> Vec<String> {
+    let mut all: Vec<String> = spec
         .tools
         .values()
-        .map(|t| t.artifact.sha256.as_str())
+        .map(|t| t.artifact.sha256.clone())
         .collect();
-    all.extend(spec.mounts.iter().map(|m| m.artifact().sha256.as_str()));
-    if let crate::manifest::AdapterSpec::Artifact(a) = &spec.adapter {
-        all.push(a.sha256.as_str());
-    }
+    all.extend(spec.mounts.iter().map(|m| m.artifact().sha256.clone()));
+    all.push(match &spec.adapter {
+        crate::manifest::AdapterSpec::Artifact(a) => a.sha256.clone(),
+        crate::manifest::AdapterSpec::Builtin(name) => format!("builtin:{name}"),
+    });
     all
 }
 
 fn shares_artifacts(a: &PluginSlot, b: &PluginSlot) -> bool {
     let theirs = artifacts(&b.spec);
     artifacts(&a.spec).iter().any(|x| theirs.contains(x))
+}
+
+/// Whether slot `i` would compile something slot `r` (being prepared) compiles too: an
+/// artifact they share, or their built-in adapter while no runtime using it is ready yet
+/// (after that it comes from the compiled cache).
+fn conflicts(slots: &[Arc<PluginSlot>], q: &Queue, r: usize, i: usize) -> bool {
+    let theirs = artifacts(&slots[r].spec);
+    artifacts(&slots[i].spec)
+        .iter()
+        .filter(|x| theirs.contains(x))
+        .any(|shared| {
+            !shared.starts_with("builtin:")
+                || !(0..slots.len()).any(|d| {
+                    q.done.get(d).copied().unwrap_or(false)
+                        && artifacts(&slots[d].spec).contains(shared)
+                })
+        })
 }
 
 /// How much preparing slot `i` costs, roughly: 0 for a runtime with no tools (a built-in
@@ -361,11 +378,13 @@ mod tests {
     fn order(slots: &[Arc<PluginSlot>]) -> Vec<String> {
         let mut q = Queue {
             started: vec![false; slots.len()],
+            done: vec![false; slots.len()],
             ..Queue::default()
         };
         let mut order = Vec::new();
         while let Some(i) = pick(slots, &q) {
             q.started[i] = true;
+            q.done[i] = true;
             order.push(name(slots, i).to_string());
         }
         order
@@ -379,6 +398,26 @@ mod tests {
         for cheap in ["javascript", "typescript", "shell"] {
             assert!(position(cheap) < 3, "{order:?}");
         }
+        // typescript is javascript's adapter: not compiled beside it (the second worker
+        // takes the shell meanwhile); once javascript is ready, it is free to go.
+        let js = slots
+            .iter()
+            .position(|s| s.spec.name == "javascript")
+            .unwrap();
+        let mut q = Queue {
+            started: slots.iter().map(|s| s.spec.name == "javascript").collect(),
+            running: vec![js],
+            done: vec![false; slots.len()],
+            failure: None,
+        };
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "shell");
+        q.started[slots.iter().position(|s| s.spec.name == "shell").unwrap()] = true;
+        q.running.clear();
+        q.done[js] = true;
+        q.running
+            .push(slots.iter().position(|s| s.spec.name == "python").unwrap());
+        // python (the command adapter, not yet compiled) holds back quickjs, not typescript.
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "typescript");
         // The rest in file order (python, the most used, first among them).
         assert!(position("python") < position("quickjs"), "{order:?}");
         assert!(position("quickjs") < position("sqlite"), "{order:?}");
@@ -396,6 +435,7 @@ mod tests {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut q = Queue {
             started: vec![false; slots.len()],
+            done: vec![false; slots.len()],
             ..Queue::default()
         };
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "python");
