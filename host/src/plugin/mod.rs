@@ -135,6 +135,20 @@ pub fn load_plugin(
     tool_linker: &Linker<StoreState>,
     progress: &Progress,
 ) -> Result<LoadedPlugin, PluginError> {
+    let linkers = (plugin_linker, tool_linker);
+    load_plugin_telling(spec, cache, engine, linkers, progress, &|| {})
+}
+
+/// [`load_plugin`], calling `adapter_compiled` once its adapter component is in the
+/// compiled cache (another runtime with the same adapter can load it from there now).
+pub fn load_plugin_telling(
+    spec: &PluginSpec,
+    cache: &Cache,
+    engine: &SandboxEngine,
+    (plugin_linker, tool_linker): (&Linker<StoreState>, &Linker<StoreState>),
+    progress: &Progress,
+    adapter_compiled: &dyn Fn(),
+) -> Result<LoadedPlugin, PluginError> {
     let invalid = |message: String| PluginError::Invalid {
         plugin: spec.name.clone(),
         message,
@@ -177,6 +191,7 @@ pub fn load_plugin(
     let component = engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || {
         Ok(component_bytes)
     })?;
+    adapter_compiled();
     if let Some(step) = step {
         step.done(format!("compiled {} plugin component", spec.name));
     }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::manifest::PluginSpec;
 use crate::plugin::artifact::{Cache, Progress};
 use crate::plugin::engine::SandboxEngine;
-use crate::plugin::{load_plugin, LoadedPlugin, PluginError};
+use crate::plugin::{load_plugin_telling, LoadedPlugin, PluginError};
 use crate::sandbox::store::StoreState;
 
 /// Where a runtime's preparation stands.
@@ -168,8 +168,8 @@ std::thread_local! {
 struct Queue {
     started: Vec<bool>,
     running: Vec<usize>,
-    /// Prepared (or failed).
-    done: Vec<bool>,
+    /// The adapters (see [`adapter`]) already in the compiled cache.
+    compiled_adapters: Vec<String>,
     failure: Option<PluginError>,
 }
 
@@ -189,7 +189,6 @@ impl Preparer {
     pub fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
         let queue = Mutex::new(Queue {
             started: vec![false; self.slots.len()],
-            done: vec![false; self.slots.len()],
             ..Queue::default()
         });
         let finished = std::sync::Condvar::new();
@@ -243,10 +242,14 @@ impl Preparer {
                     }
                 }
             };
-            let failure = self.prepare(next, progress);
+            let adapter_compiled = || {
+                let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                q.compiled_adapters.push(adapter(&self.slots[next].spec));
+                finished.notify_all();
+            };
+            let failure = self.prepare(next, progress, &adapter_compiled);
             let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
             q.running.retain(|i| *i != next);
-            q.done[next] = true;
             if let Some(e) = failure {
                 q.failure.get_or_insert(e);
             }
@@ -255,17 +258,22 @@ impl Preparer {
     }
 
     /// Loads slot `i`: its failure, if it failed.
-    fn prepare(&self, i: usize, progress: &Progress) -> Option<PluginError> {
+    fn prepare(
+        &self,
+        i: usize,
+        progress: &Progress,
+        adapter_compiled: &dyn Fn(),
+    ) -> Option<PluginError> {
         let slot = &self.slots[i];
         CURRENT.with(|c| c.set(Some(i)));
         slot.doing("loading it from the cache");
-        let loaded = load_plugin(
+        let loaded = load_plugin_telling(
             &slot.spec,
             &self.cache,
             &self.engine,
-            &self.plugin_linker,
-            &self.tool_linker,
+            (&self.plugin_linker, &self.tool_linker),
             progress,
+            adapter_compiled,
         );
         CURRENT.with(|c| c.set(None));
         match loaded {
@@ -308,10 +316,7 @@ fn artifacts(spec: &PluginSpec) -> Vec<String> {
         .map(|t| t.artifact.sha256.clone())
         .collect();
     all.extend(spec.mounts.iter().map(|m| m.artifact().sha256.clone()));
-    all.push(match &spec.adapter {
-        crate::manifest::AdapterSpec::Artifact(a) => a.sha256.clone(),
-        crate::manifest::AdapterSpec::Builtin(name) => format!("builtin:{name}"),
-    });
+    all.push(adapter(spec));
     all
 }
 
@@ -320,21 +325,22 @@ fn shares_artifacts(a: &PluginSlot, b: &PluginSlot) -> bool {
     artifacts(&a.spec).iter().any(|x| theirs.contains(x))
 }
 
+/// A runtime's adapter as [`artifacts`] names it.
+fn adapter(spec: &PluginSpec) -> String {
+    match &spec.adapter {
+        crate::manifest::AdapterSpec::Artifact(a) => a.sha256.clone(),
+        crate::manifest::AdapterSpec::Builtin(name) => format!("builtin:{name}"),
+    }
+}
+
 /// Whether slot `i` would compile something slot `r` (being prepared) compiles too: an
-/// artifact they share, or their built-in adapter while no runtime using it is ready yet
-/// (after that it comes from the compiled cache).
+/// artifact they share, or their adapter while it is not in the compiled cache yet.
 fn conflicts(slots: &[Arc<PluginSlot>], q: &Queue, r: usize, i: usize) -> bool {
     let theirs = artifacts(&slots[r].spec);
     artifacts(&slots[i].spec)
         .iter()
         .filter(|x| theirs.contains(x))
-        .any(|shared| {
-            !shared.starts_with("builtin:")
-                || !(0..slots.len()).any(|d| {
-                    q.done.get(d).copied().unwrap_or(false)
-                        && artifacts(&slots[d].spec).contains(shared)
-                })
-        })
+        .any(|shared| *shared != adapter(&slots[i].spec) || !q.compiled_adapters.contains(shared))
 }
 
 /// How much preparing slot `i` costs, roughly: 0 for a runtime with no tools (a built-in
@@ -378,13 +384,11 @@ mod tests {
     fn order(slots: &[Arc<PluginSlot>]) -> Vec<String> {
         let mut q = Queue {
             started: vec![false; slots.len()],
-            done: vec![false; slots.len()],
             ..Queue::default()
         };
         let mut order = Vec::new();
         while let Some(i) = pick(slots, &q) {
             q.started[i] = true;
-            q.done[i] = true;
             order.push(name(slots, i).to_string());
         }
         order
@@ -407,17 +411,26 @@ mod tests {
         let mut q = Queue {
             started: slots.iter().map(|s| s.spec.name == "javascript").collect(),
             running: vec![js],
-            done: vec![false; slots.len()],
-            failure: None,
+            ..Queue::default()
         };
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "shell");
         q.started[slots.iter().position(|s| s.spec.name == "shell").unwrap()] = true;
-        q.running.clear();
-        q.done[js] = true;
-        q.running
-            .push(slots.iter().position(|s| s.spec.name == "python").unwrap());
-        // python (the command adapter, not yet compiled) holds back quickjs, not typescript.
+        q.compiled_adapters.push("builtin:javascript".into());
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "typescript");
+        // python's adapter, not compiled yet, holds back quickjs; once it is, python's
+        // long snapshot does not.
+        let python = slots.iter().position(|s| s.spec.name == "python").unwrap();
+        let mut q = Queue {
+            started: slots
+                .iter()
+                .map(|s| s.spec.tools.is_empty() || s.spec.name == "python")
+                .collect(),
+            running: vec![python],
+            ..Queue::default()
+        };
+        assert_ne!(name(&slots, pick(&slots, &q).unwrap()), "quickjs");
+        q.compiled_adapters.push("builtin:command".into());
+        assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "quickjs");
         // The rest in file order (python, the most used, first among them).
         assert!(position("python") < position("quickjs"), "{order:?}");
         assert!(position("quickjs") < position("sqlite"), "{order:?}");
@@ -435,7 +448,6 @@ mod tests {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut q = Queue {
             started: vec![false; slots.len()],
-            done: vec![false; slots.len()],
             ..Queue::default()
         };
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "python");
