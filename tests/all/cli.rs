@@ -155,6 +155,38 @@ fn repl_keeps_state_between_blocks() {
     assert!(text(&out.stderr).contains("unknown runtime `cobol`"));
 }
 
+/// What Tab and Ctrl-C do in `runbox repl` is said alike by its `:help` and README's
+/// paragraph on it.
+#[test]
+fn the_repl_says_what_tab_and_ctrl_c_do() {
+    let out = run_piped(&["repl", "python"], ":help\n");
+    let help = text(&out.stderr);
+    for said in [
+        "Tab indents at the start of a line, elsewhere completes the word",
+        "Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them",
+    ] {
+        assert!(help.contains(said), "{said:?} not in :help:\n{help}");
+    }
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    let section = &readme[readme.find("\n### `runbox repl`\n").unwrap()..];
+    let section = &section[..section[1..].find("\n#").unwrap()].replace('\n', " ");
+    for said in [
+        "Tab at the start of a line (or after only spaces) indents by four spaces",
+        "`math.sq` becomes `math.sqrt`",
+        "a second Tab lists them",
+        "rebuilt by running the blocks before again",
+        "what the stopped block itself did to variables is undone",
+    ] {
+        assert!(
+            section.contains(said),
+            "{said:?} not in README's repl section"
+        );
+    }
+}
+
 #[test]
 fn timeout_has_its_own_exit_status() {
     let out = run_piped(&["run", "quickjs", "--timeout", "0.5"], "while (true) {}");
@@ -705,7 +737,9 @@ fn the_runtimes_table_lines_up_and_help_names_every_runtime() {
 }
 
 /// `runbox repl` in a real terminal: tests/terminal/repl.py drives it through a pty
-/// (Ctrl-C keeping the session, history, :save, unknown commands, multi-line SQL).
+/// (Ctrl-C keeping the session within a bound and saying what it rebuilds and lost, Tab
+/// indenting and completing globals and attributes from the interpreter, or typed words,
+/// history, :save, unknown commands, multi-line SQL).
 #[test]
 fn the_repl_in_a_terminal() {
     let _ = common::runbox();

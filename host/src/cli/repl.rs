@@ -2,26 +2,35 @@
 //!
 //! Each entered block is one `run_code` call in one session; `repl_input.rs` says where a
 //! block ends for each runtime. At a terminal the line is edited with rustyline: arrows,
-//! history (kept per runtime in the user's data directory), Ctrl-C clears the line,
+//! history (kept per runtime in the user's data directory), Tab indents or completes
+//! (`repl_complete.rs`: in python, the interpreter's names), Ctrl-C clears the line,
 //! Ctrl-D leaves. Ctrl-C while a block runs stops it and keeps the session's state: the
 //! session keeps a journal of its blocks (as a durable session does, see
-//! `session/durable.rs`), and the interpreter is rebuilt from the blocks before. Lines
-//! starting with `:` are the REPL's own commands (`:help`); an unknown one is refused,
-//! never sent to the interpreter.
+//! `session/durable.rs`), and the interpreter is rebuilt from the blocks before, by
+//! running them again. That takes as long as they took (a wasmtime instance cannot be
+//! interrupted and kept, nor its memory copied: see `session/durable.rs`), so the REPL
+//! says how long before it starts, and what was lost after. Lines starting with `:` are
+//! the REPL's own commands (`:help`); an unknown one is refused, never sent to the
+//! interpreter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
 
+#[path = "repl_complete.rs"]
+mod complete;
+
 use super::limits::seconds;
 use super::repl_input::{Blocks, Statements};
 use super::terminal::replay_as_terminal;
 use super::{check_runtime_name, GlobalArgs};
+use complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
 use runbox::files::{escaped_name, OutputFile, ReturnCaps};
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
@@ -96,7 +105,9 @@ const COMMANDS: &str = "\
 :save NAME [DEST] copy a file a block wrote to DEST (default: ./NAME's file name)
 :open NAME        show a file a block wrote with the desktop's viewer
 :quit             end the session (or Ctrl-D)
-Ctrl-C stops a running block (the session keeps what earlier blocks made) or clears the line.";
+Tab indents at the start of a line, elsewhere completes the word (twice: lists the choices).
+Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them
+again, which takes as long as they took) or clears the line.";
 
 /// Where a runtime's history is kept: `$XDG_DATA_HOME/runbox/history/RUNTIME`.
 fn history_path(runtime: &str) -> Option<PathBuf> {
@@ -113,26 +124,43 @@ enum Input {
     End,
 }
 
-/// Lines from a terminal, edited, with history; or from a pipe, as they come.
+type LineEditor = rustyline::Editor<Helper, rustyline::history::FileHistory>;
+
+/// Lines from a terminal, edited, with history and Tab; or from a pipe, as they come.
 enum Reader {
     Terminal {
-        editor: Box<rustyline::DefaultEditor>,
+        /// On the line editor's thread while a line is read.
+        editor: Option<Box<LineEditor>>,
         history: Option<PathBuf>,
+        /// Tabs that need the interpreter's names.
+        asks: tokio::sync::mpsc::UnboundedReceiver<Ask>,
     },
     Pipe(std::io::Lines<std::io::StdinLock<'static>>),
 }
 
 impl Reader {
-    fn new(runtime: &str) -> Reader {
+    /// `interpreter_names`: Tab completes from the interpreter's names (else from the
+    /// words typed).
+    fn new(runtime: &str, interpreter_names: bool) -> Reader {
         if std::io::stdin().is_terminal() {
-            if let Ok(mut editor) = rustyline::DefaultEditor::new() {
+            let config = rustyline::Config::builder()
+                .completion_type(rustyline::CompletionType::List)
+                .build();
+            if let Ok(mut editor) = LineEditor::with_config(config) {
+                let (ask, asks) = tokio::sync::mpsc::unbounded_channel();
+                let words = match interpreter_names {
+                    true => Words::Interpreter(ask),
+                    false => Words::Typed,
+                };
+                editor.set_helper(Some(Helper { words }));
                 let history = history_path(runtime);
                 if let Some(path) = &history {
                     let _ = editor.load_history(path);
                 }
                 return Reader::Terminal {
-                    editor: Box::new(editor),
+                    editor: Some(Box::new(editor)),
                     history,
+                    asks,
                 };
             }
         }
@@ -143,27 +171,55 @@ impl Reader {
         matches!(self, Reader::Terminal { .. })
     }
 
-    fn read(&mut self, prompt: &str) -> Result<Input> {
-        match self {
-            Reader::Terminal { editor, history } => match editor.readline(prompt) {
-                Ok(line) => {
-                    if !line.trim().is_empty() {
-                        let _ = editor.add_history_entry(line.as_str());
-                        if let Some(path) = history {
-                            let _ = editor.append_history(path);
-                        }
-                    }
-                    Ok(Input::Line(line))
+    /// The next line. At a terminal the line editor runs on a blocking thread, and a
+    /// Tab's question is answered here, by a call in `session`.
+    async fn read(&mut self, prompt: &str, session: &mut ReplSession<'_>) -> Result<Input> {
+        let (editor, history, asks) = match self {
+            Reader::Terminal {
+                editor,
+                history,
+                asks,
+            } => (editor, history, asks),
+            Reader::Pipe(lines) => {
+                return match lines.next() {
+                    Some(line) => Ok(Input::Line(line?)),
+                    None => Ok(Input::End),
                 }
-                Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
-                Err(ReadlineError::Eof) => Ok(Input::End),
-                Err(e) => Err(e.into()),
-            },
-            Reader::Pipe(lines) => match lines.next() {
-                Some(line) => Ok(Input::Line(line?)),
-                None => Ok(Input::End),
-            },
+            }
+        };
+        let mut taken = editor.take().context("the line editor was lost")?;
+        let prompt = prompt.to_string();
+        let mut reading = tokio::task::spawn_blocking(move || {
+            let line = taken.readline(&prompt);
+            (taken, line)
+        });
+        let (mut taken, line) = loop {
+            tokio::select! {
+                read = &mut reading => break read.context("the line editor failed")?,
+                Some(ask) = asks.recv() => {
+                    let _ = ask.reply.send(session.names(&ask.word).await);
+                }
+            }
+        };
+        let input = match line {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = taken.add_history_entry(line.as_str());
+                    if let Some(path) = history {
+                        let _ = taken.append_history(path);
+                    }
+                }
+                Ok(Input::Line(line))
+            }
+            Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
+            Err(ReadlineError::Eof) => Ok(Input::End),
+            Err(e) => Err(e.into()),
+        };
+        *editor = Some(taken);
+        if let Some(said) = session.said_later.take() {
+            eprintln!("{said}");
         }
+        input
     }
 }
 
@@ -273,7 +329,7 @@ fn banner(runbox: &Runbox, runtime: &str, statements: Statements, id: &str) -> S
         (false, _) => "files carry over; each block runs anew",
     };
     format!(
-        "runbox repl: {language} ({version}), session {id}: {kept}.\n{}.\n:help for commands, Ctrl-C stops a block, Ctrl-D leaves.",
+        "runbox repl: {language} ({version}), session {id}: {kept}.\n{}.\n:help for commands, Tab completes, Ctrl-C stops a block, Ctrl-D leaves.",
         capitalized(statements.describe())
     )
 }
@@ -297,7 +353,10 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
         .map(|r| r.language)
         .unwrap_or_default();
     let statements = Statements::of(runtime, &language);
-    let mut reader = Reader::new(runtime);
+    // python's names come from its interpreter (`repl_complete.rs`); other runtimes'
+    // from the words typed.
+    let interpreter_names = statements == Statements::Python && session.keeps_state;
+    let mut reader = Reader::new(runtime, interpreter_names);
     // After the line editor, which installs a SIGINT handler of its own when made: this
     // one goes over it (and passes the signal on to it).
     let mut interrupts = Interrupts::new();
@@ -308,12 +367,21 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
         );
     }
     let shown = std::env::temp_dir().join(format!("runbox-repl-{}", std::process::id()));
+    let mut calls = ReplSession {
+        runbox,
+        id: session.session_id.clone(),
+        timeout,
+        keeps_state: session.keeps_state,
+        earlier: Earlier::default(),
+        names: HashMap::new(),
+        said_later: None,
+    };
     let mut blocks = Blocks::new(statements);
     let mut written = Written::default();
     let mut status = 0;
     loop {
         let prompt = if blocks.is_open() { "... " } else { ">>> " };
-        let line = match reader.read(prompt)? {
+        let line = match reader.read(prompt, &mut calls).await? {
             Input::Line(line) => line,
             Input::Interrupted => {
                 blocks.clear();
@@ -321,15 +389,7 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
             }
             Input::End => match blocks.finish() {
                 Some(block) => {
-                    status = run_block(
-                        runbox,
-                        &session.session_id,
-                        block,
-                        timeout,
-                        &mut written,
-                        &mut interrupts,
-                    )
-                    .await?;
+                    status = calls.block(block, &mut written, &mut interrupts).await?;
                     break;
                 }
                 None => break,
@@ -361,61 +421,229 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
         let Some(code) = blocks.push(&line) else {
             continue;
         };
-        status = run_block(
-            runbox,
-            &session.session_id,
-            code,
-            timeout,
-            &mut written,
-            &mut interrupts,
-        )
-        .await?;
+        status = calls.block(code, &mut written, &mut interrupts).await?;
     }
     runbox.close_session(&session.session_id)?;
     let _ = std::fs::remove_dir_all(&shown);
     Ok(status)
 }
 
-/// Runs one block; Ctrl-C (`interrupts`) stops it, and the session keeps its state.
-/// Its exit status.
-async fn run_block(
-    runbox: &Runbox,
-    session_id: &str,
-    code: String,
-    timeout: std::time::Duration,
-    written: &mut Written,
-    interrupts: &mut Interrupts,
-) -> Result<u8> {
-    let cancel = CancellationToken::new();
-    let run = runbox.run(
+/// The longest a Tab's lookup of names may run before it is stopped (the session keeps
+/// its state: it is stopped as Ctrl-C stops a block).
+const LOOKUP_TIME: Duration = Duration::from_secs(5);
+
+/// The REPL's session, and what the REPL knows of it.
+struct ReplSession<'a> {
+    runbox: &'a Runbox,
+    id: String,
+    /// Each block's wall-clock limit.
+    timeout: Duration,
+    /// Whether its interpreter keeps state (and so is rebuilt after Ctrl-C).
+    keeps_state: bool,
+    /// What a rebuild after Ctrl-C runs again.
+    earlier: Earlier,
+    /// The interpreter's names, by the expression they are attributes of ("" for the
+    /// globals), until the next block runs.
+    names: HashMap<String, Vec<String>>,
+    /// What a Tab's lookup that went wrong says, once the line is entered.
+    said_later: Option<String>,
+}
+
+/// The calls the interpreter was built from since it last started, as the REPL saw them
+/// (the session's history, see `session/durable.rs`): what a rebuild runs again.
+#[derive(Debug, Default)]
+struct Earlier {
+    blocks: usize,
+    /// What they took, blocks and name lookups: about what running them again takes.
+    took: Duration,
+}
+
+/// How a call that the REPL stopped ended, from the session's word on it.
+#[derive(Debug, PartialEq, Eq)]
+enum Stopped {
+    /// Stopped before it started: nothing changed.
+    BeforeStart,
+    /// The interpreter was rebuilt from the calls before (`exactly` or not).
+    Rebuilt { exactly: bool },
+    /// The interpreter could not be rebuilt: it starts afresh.
+    Lost,
+}
+
+impl Stopped {
+    fn of(outcome: &RunOutcome) -> Option<Stopped> {
+        if outcome.status == RunStatus::Completed {
+            return None;
+        }
+        let error = outcome.error.as_deref().unwrap_or_default();
+        Some(if error.contains("before it started") {
+            Stopped::BeforeStart
+        } else if error.contains("the session kept its state") {
+            Stopped::Rebuilt { exactly: true }
+        } else if error.contains("rebuilt from the blocks before, but not exactly") {
+            Stopped::Rebuilt { exactly: false }
+        } else {
+            Stopped::Lost
+        })
+    }
+}
+
+impl ReplSession<'_> {
+    fn request(&self, code: String) -> RunRequest {
         RunRequest {
             code,
             limits: LimitOverrides {
-                timeout: Some(timeout),
+                timeout: Some(self.timeout),
                 memory_bytes: None,
                 max_timeout: None,
             },
             return_caps: ReturnCaps::everything(),
-            session_id: Some(session_id.to_string()),
+            session_id: Some(self.id.clone()),
             keep_state_when_stopped: true,
             ..RunRequest::default()
-        },
-        cancel.clone(),
-    );
-    tokio::pin!(run);
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut run => break outcome,
-            () = interrupts.next() => cancel.cancel(),
         }
-    };
-    let outcome = outcome?;
-    show(&outcome)?;
-    let status = u8::from(outcome.status != RunStatus::Completed);
-    for file in outcome.files {
-        written.0.insert(file.path.clone(), file);
     }
-    Ok(status)
+
+    /// Books a call that ended: what a rebuild would run again. `stopped`: the REPL
+    /// stopped it.
+    fn book(&mut self, outcome: &RunOutcome, block: bool, stopped: bool) {
+        if outcome.status == RunStatus::Completed {
+            self.earlier.blocks += usize::from(block);
+            self.earlier.took += outcome.duration;
+            return;
+        }
+        let kept = stopped
+            && matches!(
+                Stopped::of(outcome),
+                Some(Stopped::BeforeStart | Stopped::Rebuilt { .. })
+            );
+        if !kept {
+            // A timeout, a crash, a cap: the interpreter starts afresh.
+            self.earlier = Earlier::default();
+        }
+    }
+
+    /// Runs one block; Ctrl-C (`interrupts`) stops it, and the session keeps its state.
+    /// Its exit status.
+    async fn block(
+        &mut self,
+        code: String,
+        written: &mut Written,
+        interrupts: &mut Interrupts,
+    ) -> Result<u8> {
+        let cancel = CancellationToken::new();
+        let run = self.runbox.run(self.request(code), cancel.clone());
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                () = interrupts.next() => {
+                    if !cancel.is_cancelled() {
+                        self.stopping();
+                    }
+                    cancel.cancel();
+                }
+            }
+        };
+        let outcome = outcome?;
+        // The block may have changed any name.
+        self.names.clear();
+        let stopped = cancel.is_cancelled();
+        self.book(&outcome, true, stopped);
+        show(&outcome)?;
+        if stopped {
+            match Stopped::of(&outcome) {
+                Some(Stopped::Rebuilt { .. }) => eprintln!(
+                    "[lost: what the stopped block itself did to the interpreter (names it \
+                     set or changed before it was stopped); the files it wrote are kept as \
+                     it left them]"
+                ),
+                Some(Stopped::Lost) => eprintln!(
+                    "[lost: the interpreter's state (every variable, function and import); \
+                     the files are kept]"
+                ),
+                Some(Stopped::BeforeStart) | None => {}
+            }
+        }
+        let status = u8::from(outcome.status != RunStatus::Completed);
+        for file in outcome.files {
+            written.0.insert(file.path.clone(), file);
+        }
+        Ok(status)
+    }
+
+    /// Ctrl-C came while a block runs: says what happens next, before the session
+    /// rebuilds its interpreter by running the blocks before again.
+    fn stopping(&self) {
+        if !self.keeps_state || self.earlier.blocks == 0 {
+            eprintln!("[stopping the block]");
+            return;
+        }
+        let n = self.earlier.blocks;
+        eprintln!(
+            "[stopping the block; the session's state is rebuilt by running the {n} block{} \
+             before it again (they took {:.1} s)]",
+            if n == 1 { "" } else { "s" },
+            self.earlier.took.as_secs_f64()
+        );
+    }
+
+    /// What `word` may complete to among the interpreter's names: the names of its
+    /// expression, asked of the session once until the next block (see
+    /// `repl_complete.rs`).
+    async fn names(&mut self, word: &str) -> Vec<String> {
+        let (expr, _) = split_python_word(word);
+        if !self.names.contains_key(expr) {
+            match self.lookup(expr).await {
+                Some(found) => {
+                    self.names.insert(expr.to_string(), found);
+                }
+                None => return Vec::new(),
+            }
+        }
+        python_matches(&self.names[expr], word)
+    }
+
+    /// The names `expr` has ("": the globals, builtins and keywords), from a call in the
+    /// session that changes nothing the blocks see.
+    async fn lookup(&mut self, expr: &str) -> Option<Vec<String>> {
+        let cancel = CancellationToken::new();
+        let run = self
+            .runbox
+            .run(self.request(python_program(expr)), cancel.clone());
+        tokio::pin!(run);
+        let outcome = tokio::select! {
+            outcome = &mut run => outcome,
+            () = tokio::time::sleep(LOOKUP_TIME) => {
+                cancel.cancel();
+                run.await
+            }
+        };
+        let what = if expr.is_empty() {
+            "the names".to_string()
+        } else {
+            format!("the attributes of `{expr}`")
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.said_later = Some(format!("[Tab: cannot look up {what}: {e}]"));
+                return None;
+            }
+        };
+        self.book(&outcome, false, cancel.is_cancelled());
+        if outcome.status != RunStatus::Completed {
+            let error = outcome.error.as_deref().unwrap_or_default();
+            self.said_later = Some(match cancel.is_cancelled() {
+                true => format!(
+                    "[Tab: looking up {what} was stopped after {} s: {error}]",
+                    LOOKUP_TIME.as_secs()
+                ),
+                false => format!("[Tab: looking up {what} failed: {error}]"),
+            });
+            return None;
+        }
+        Some(complete::parse_names(&outcome.stdout()))
+    }
 }
 
 /// The call's output as a terminal shows it, then what went wrong, if anything, and the
