@@ -290,8 +290,9 @@ async fn network_and_host_commands_are_unreachable() {
         ("javascript", "for (const m of ['net', 'http', 'https', 'dgram', 'child_process']) { try { require(m); console.log('loaded ' + m); } catch (e) { console.log(m, e.name); } }\nconsole.log(typeof fetch, typeof WebSocket, typeof XMLHttpRequest);".to_string()),
         ("typescript", "import * as net from 'node:net';\nconsole.log('loaded ' + typeof net);".to_string()),
         ("typescript", "for (const m of ['net', 'http', 'https', 'dgram', 'child_process']) { try { require(m); console.log('loaded ' + m); } catch (e: unknown) { console.log(m, (e as Error).name); } }\nconsole.log(typeof fetch, typeof WebSocket, typeof XMLHttpRequest);".to_string()),
-        // (Not `id`: bashkit's is a built-in that prints a made-up `uid=1000(sandbox)`.)
-        ("shell", format!("curl -s http://127.0.0.1:{tport}/ && echo fetched\nwget -q -O- http://127.0.0.1:{tport}/ && echo fetched\n(echo x > /dev/tcp/127.0.0.1/{tport}) 2>/dev/null && echo connected\nnc 127.0.0.1 {tport} < /dev/null && echo connected\npython3 -c 1 && echo loaded python\nbash -c 'echo x > /dev/udp/127.0.0.1/{uport}' 2>/dev/null && echo sent")),
+        // (Not `id`: bashkit's is a built-in that prints a made-up `uid=1000(sandbox)`.
+        // `python3` is the sandbox's own python, a command of the shell, not the host's.)
+        ("shell", format!("curl -s http://127.0.0.1:{tport}/ && echo fetched\nwget -q -O- http://127.0.0.1:{tport}/ && echo fetched\n(echo x > /dev/tcp/127.0.0.1/{tport}) 2>/dev/null && echo connected\nnc 127.0.0.1 {tport} < /dev/null && echo connected\npython3 -c \"import sys; print('loaded host python' if sys.platform != 'wasi' else 'the sandbox python')\"\nbash -c 'echo x > /dev/udp/127.0.0.1/{uport}' 2>/dev/null && echo sent")),
         ("prolog", format!(":- initialization(main).\nmain :- catch((client('127.0.0.1:{tport}', _, _, S, []), write(S), write(connected)), error(E, _), (functor(E, N, _), write(N))), nl, catch((shell('id', C), write(C)), error(F, _), (functor(F, M, _), write(M))), nl.")),
         ("php-cgi", format!("<?php var_dump(@fsockopen('127.0.0.1', {tport}), @file_get_contents('http://127.0.0.1:{tport}/'), @fsockopen('udp://127.0.0.1', {uport}), function_exists('shell_exec') ? @shell_exec('id') : 'no shell_exec', function_exists('exec') ? @exec('id') : 'no exec', @gethostbyname('localhost'));")),
     ];
@@ -510,7 +511,16 @@ async fn memory_attacks_end_cleanly_and_the_host_survives() {
     for runtime in RUNTIMES {
         for (what, code) in memory_probes(runtime) {
             // A small cap keeps the slow allocators (CPython in wasm) quick to hit it.
-            let out = run_limited(runtime, code, Duration::from_secs(20), 64 << 20).await;
+            // Trealla, refused an atom's memory under a small cap, retries until the
+            // deadline instead of failing (measured on atom doubling: at 96 and 256 MiB;
+            // at 64 MiB too once the prelude grew with the stable sorts); at the default
+            // 512 MiB it reports "no memory" at once. It gets the default cap here.
+            let cap = if *runtime == "prolog" {
+                512 << 20
+            } else {
+                64 << 20
+            };
+            let out = run_limited(runtime, code, Duration::from_secs(20), cap).await;
             let ok = match out.status {
                 RunStatus::Completed => out.exit_code != Some(0),
                 RunStatus::Crashed | RunStatus::Terminated => out.error.is_some(),

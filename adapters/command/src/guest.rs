@@ -72,12 +72,18 @@ impl CommandGuest for Adapter {
 /// and the program text.
 fn prepare(invocation: &Invocation, request: &RunRequest) -> Result<(), String> {
     guest_io::write_files(&request.files)?;
+    write_setting_files(invocation)?;
+    guest_io::write_file(&invocation.entry, request.code.as_bytes())
+        .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))
+}
+
+/// The files of the `"file:NAME"` settings.
+fn write_setting_files(invocation: &Invocation) -> Result<(), String> {
     for (path, contents) in &invocation.files {
         guest_io::write_file(path, contents.as_bytes())
             .map_err(|e| format!("cannot write `{path}`: {e}"))?;
     }
-    guest_io::write_file(&invocation.entry, request.code.as_bytes())
-        .map_err(|e| format!("cannot write the program to `{}`: {e}", invocation.entry))
+    Ok(())
 }
 
 impl SessionGuest for Adapter {
@@ -102,8 +108,11 @@ impl GuestSession for Session {
     fn new() -> Self {
         // Started now, so the first call does not wait for the interpreter; if that
         // fails, the first call tries again and reports why.
+        // The settings' files first: the driver may read them as it starts (quickjs's
+        // `-I` script).
         let driver = plan::invocation(&config::settings(), &[])
             .ok()
+            .filter(|invocation| write_setting_files(invocation).is_ok())
             .and_then(|invocation| invocation.driver)
             .and_then(|driver| start(&driver, &invocation_env()).ok());
         Session {

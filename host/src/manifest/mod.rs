@@ -180,6 +180,22 @@ impl Manifest {
 mod tests {
     use super::*;
 
+    /// The built-in list is compiled into the binary, which runs far from this
+    /// repository: none of its artifacts may be a local `path` (quickjs's module aliases
+    /// once were, and failed to prepare anywhere but the repository's root).
+    #[test]
+    fn the_builtin_list_names_no_local_files() {
+        let manifest = Manifest::builtin().unwrap();
+        for (plugin, artifact) in manifest.artifacts() {
+            assert!(
+                !matches!(artifact.source(), ArtifactSource::Path(_)),
+                "runtime `{}` names the local file {:?}",
+                plugin.name,
+                artifact.source()
+            );
+        }
+    }
+
     fn parse(text: &str) -> Result<Manifest, ManifestError> {
         Manifest::parse(text, "test.toml", Path::new("/base"))
     }

@@ -50,13 +50,16 @@ mod tests {
         (imports, exports)
     }
 
-    /// The `plugin` world's rule: `process`, `config` and the WASI interfaces a sandboxed
-    /// program needs, nothing else (no sockets, no http).
+    /// The `plugin` world's rule: `process`, `config`, `commands` (and the records it
+    /// shares with `command`) and the WASI interfaces a sandboxed program needs, nothing
+    /// else (no sockets, no http).
     #[test]
     fn every_builtin_imports_only_what_the_host_links() {
         const ALLOWED: &[&str] = &[
             "runbox:plugin/process@",
             "runbox:plugin/config@",
+            "runbox:plugin/commands@",
+            "runbox:plugin/command-line@",
             "wasi:cli/",
             "wasi:clocks/",
             "wasi:filesystem/",
