@@ -226,3 +226,39 @@ async fn commands_leave_no_charge_on_the_scratch_budget() {
         .expect("run");
     assert_eq!(stdout(&out), "done\n", "{}", out.tty());
 }
+
+/// The rest of the runtimes' commands, each with a program file and its arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_runtime_answers_as_a_command() {
+    let files = [
+        (
+            "t.ts",
+            "const n: number = Number(process.argv[2]);\nconsole.log(`ts ${n * 2}`);\n",
+        ),
+        (
+            "x.js",
+            "console.log('node', process.argv.slice(2).join(','));\n",
+        ),
+        ("p.php", "<?php echo 'php ', 6 * 7, \"\\n\";"),
+        (
+            "x.pl",
+            ":- initialization(main).\nmain :- X is 6 * 7, write(prolog(X)), nl.\n",
+        ),
+        (
+            "q.js",
+            "console.log('qjs', scriptArgs.slice(1).join(','));\n",
+        ),
+    ];
+    let out = shell(
+        "tsx t.ts 21\nnode x.js a b\nphp p.php\nprolog x.pl\nqjs q.js c\necho 'puts 1 + 1' | ruby\nls -A",
+        &files,
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        stdout(&out),
+        "ts 42\nnode a,b\nphp 42\nprolog(42)\nqjs c\n2\np.php\nq.js\nt.ts\nx.js\nx.pl\n",
+        "{}",
+        out.tty()
+    );
+}
