@@ -39,8 +39,10 @@ pub trait Commands: Send + Sync {
 }
 
 /// No other runtimes (the native tests' default).
+#[cfg(test)]
 pub struct NoCommands;
 
+#[cfg(test)]
 impl Commands for NoCommands {
     fn available(&self) -> Vec<(String, String)> {
         Vec::new()
