@@ -409,6 +409,13 @@ fn the_hosts_commands_sit_in_pipes_and_redirects() {
     s.run("cd /");
     assert_eq!(s.run("chmod +x p; ./p 10 | cat"), ok("ran ./p 10\n"));
     assert_eq!(s.run("/p"), ok("ran /p \n"));
+    // `find -exec` and a `#!/usr/bin/env` script reach the host's commands too.
+    s.run("rm -rf sub");
+    let (_, _, stderr) = s.run("find . -name p -exec upper {} \\;");
+    assert_eq!(stderr, "args: ./p\n");
+    s.file("s.sh", "#!/usr/bin/env upper\nignored");
+    let (_, _, stderr) = s.run("./s.sh x </dev/null");
+    assert_eq!(stderr, "args: ./s.sh,x\n");
     // An unknown command is still not found.
     let (status, _, stderr) = s.run("nosuch");
     assert_eq!(status, 127, "{stderr}");
