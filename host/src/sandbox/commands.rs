@@ -15,10 +15,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use super::output::{Channel, OutputCapture};
-use super::process::{run_to_end, scratch_file};
-use super::program::load_program;
-use super::store::{new_store, ProgramIo, Stdin, StoreState};
+use super::process::{child as spawned, run_to_end};
+use super::store::{Stdin, StoreState};
 use super::Sandbox;
+use crate::wit::runbox::plugin::process::{Command, SpawnError};
 use crate::wit::runbox::plugin::{command_line, commands};
 
 pub use command_line::{Finished, Invocation};
@@ -72,55 +72,40 @@ impl commands::Host for StoreState {
 pub const PROGRAM_HEADER: &[u8] = b"#!/usr/bin/env runbox-wasm\n";
 
 /// Runs the produced program `invocation.name` (a path relative to `cwd`, or absolute)
-/// in a child of `caller`, capturing its output.
+/// in a child of `caller`, capturing its output: found, checked, compiled and started as
+/// a plugin's `process.spawn` of it would be.
 async fn run_program(caller: &Arc<Sandbox>, invocation: Invocation) -> CommandResult {
-    let guest = match guest_path(&invocation.cwd, &invocation.name) {
-        Some(path) => path,
-        None => {
-            return Ok(Err(format!(
-                "{}: not a path inside the scratch directory",
-                invocation.name
-            )))
-        }
-    };
-    let path = match scratch_file(&caller.scratch, &guest) {
-        Ok(path) => path,
-        Err(e) => return Ok(Err(format!("{}: {}", invocation.name, spawn_message(e)))),
+    let Some(guest) = guest_path(&invocation.cwd, &invocation.name) else {
+        return Ok(Err(format!(
+            "{}: not a path inside the scratch directory",
+            invocation.name
+        )));
     };
     let child = caller.for_command(
         caller.tools.clone(),
         caller.settings.clone(),
         caller.mounts.clone(),
     );
+    let command = Command {
+        program: guest,
+        args: invocation.args,
+        env: vec![("HOME".into(), "/".into()), ("PWD".into(), invocation.cwd)],
+        stdin: None,
+    };
+    let name = invocation.name;
     let work = async {
-        // Compiling a program is building it (see `clock.rs`), not running it.
-        let step = super::clock::current().map(|clock| clock.build_step());
-        let loaded = load_program(&child, &path, &guest).await?;
-        drop(step);
-        let pre = match loaded {
-            Ok(pre) => pre,
-            Err(e) => return Ok(Err(format!("{}: {e}", invocation.name))),
+        let stdin = Stdin::Bytes(invocation.stdin);
+        let (mut store, pre) = match spawned(&child, command, stdin).await? {
+            Ok(found) => found,
+            Err(e) => return Ok(Err(format!("{name}: {}", spawn_message(e)))),
         };
-        let mut argv = vec![invocation.name.clone()];
-        argv.extend(invocation.args.iter().cloned());
-        let io = ProgramIo {
-            argv,
-            env: vec![
-                ("HOME".into(), "/".into()),
-                ("PWD".into(), invocation.cwd.clone()),
-            ],
-            stdin: Stdin::Bytes(invocation.stdin.clone()),
-        };
-        let engine = pre.instance_pre().engine().clone();
-        let mut store = new_store(&child, io, &engine)?;
         run_to_end(&mut store, &pre).await.map(Ok)
     };
     captured(caller, &child, work).await
 }
 
 /// A `process` spawn error as a shell would word it.
-fn spawn_message(e: crate::wit::runbox::plugin::process::SpawnError) -> String {
-    use crate::wit::runbox::plugin::process::SpawnError;
+fn spawn_message(e: SpawnError) -> String {
     match e {
         SpawnError::NotFound(m) | SpawnError::InvalidProgram(m) => m,
     }

@@ -76,7 +76,7 @@ impl process::HostResident for StoreState {
 }
 
 /// A child program's store, ready to instantiate; `Ok(Err(_))` when it cannot be found.
-async fn child(
+pub(super) async fn child(
     sandbox: &Arc<Sandbox>,
     command: Command,
     stdin: Stdin,
@@ -176,7 +176,7 @@ async fn resolve_program(
 
 /// Maps a guest path like `/out/main.wasm` to the host file in scratch, refusing
 /// anything that leaves it (`..`, symlinks pointing out).
-pub(super) fn scratch_file(scratch: &Path, guest: &str) -> Result<PathBuf, SpawnError> {
+fn scratch_file(scratch: &Path, guest: &str) -> Result<PathBuf, SpawnError> {
     let rel = Path::new(guest.trim_start_matches('/'));
     if rel
         .components()
