@@ -10,8 +10,9 @@ writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
 - runno_shapes: `encoding: "text"` is taken as utf-8; a capped `timeout_seconds` is said;
   no input-schema description holds a stray line break.
 - links_and_resources: a result with links says resources/list does not show them.
-- shell_hub: the other runtimes as commands of `shell` (issue 29): python, sqlite3 and cc
-  in pipes, on the same files; a runaway python in a pipe ends the run at its deadline.
+- shell_hub: the other runtimes as commands of `shell` (issue 29), over stdio and HTTP:
+  python, sqlite3 and cc in pipes, on the same files; a runaway python in a pipe ends the
+  run at its deadline.
 - tasks_by_revision: a handshake-era client that lists the tasks extension gets a plain
   result; a 2026-07-28 client that claims task results gets a task and polls it.
 """
@@ -25,7 +26,8 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim, adv
 from mcp_types import CallToolResult, Request, RequestParams, Result
 from pydantic import ConfigDict
 
-from harness import RUNBOX, check_tool_error, main, run_code, server_env, stdio_session, text_of
+from harness import (RUNBOX, check_tool_error, connected, main, run_code, server_env,
+                     stdio_session, text_of)
 
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -227,7 +229,12 @@ async def shell_hub():
          "    for (long i = 0; i < n; i++) { long t = a + b; a = b; b = t; }\n"
          "    printf(\"%ld\\n\", a);\n}\n")
     sql = "create table t(x);\ninsert into t values (1), (2), (3);\nselect x from t;\n"
-    async with stdio_session("--runtimes", "shell,python,sqlite,clang") as s:
+    for transport in ("stdio", "http"):
+        await shell_hub_over(transport, gen, c, sql)
+
+
+async def shell_hub_over(transport, gen, c, sql):
+    async with connected(transport, "--runtimes", "shell,python,sqlite,clang") as s:
         code = ("python gen.py | sort -n | tail -3\n"
                 "sqlite3 t.db < q.sql | wc -l\n"
                 "cc -O2 p.c -o p && ./p 10\n"
@@ -241,7 +248,7 @@ async def shell_hub():
         out = out_of(await run_code(s, runtime="shell", timeout_seconds=2,
                                     code="python -c 'while True: pass' | wc -l; echo after"))
         assert out["status"] == "timeout" and "after" not in out["stdout"], out
-        print("shell_hub: pipes ran; the runaway ended at its deadline")
+        print(f"shell_hub over {transport}: pipes ran; the runaway ended at its deadline")
 
 
 if __name__ == "__main__":
