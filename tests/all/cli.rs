@@ -163,7 +163,7 @@ fn the_repl_says_what_tab_and_ctrl_c_do() {
     let help = text(&out.stderr);
     for said in [
         "Tab indents at the start of a line, elsewhere completes the word",
-        "Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them",
+        "Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them\nagain, which takes as long as their computing took: their sleeps end at once)",
     ] {
         assert!(help.contains(said), "{said:?} not in :help:\n{help}");
     }
@@ -178,6 +178,7 @@ fn the_repl_says_what_tab_and_ctrl_c_do() {
         "`math.sq` becomes `math.sqrt`",
         "a second Tab lists them",
         "rebuilt by running the blocks before again",
+        "their sleeps end at once",
         "what the stopped block itself did to variables is undone",
     ] {
         assert!(

@@ -112,22 +112,31 @@ def python():
     t.expect(">>> ", 4)
     t.send("import time\r")
     t.expect(">>> ", 5)
-    # Twice: the earlier blocks, one with `time.sleep(1)`, are run again (about 1 s).
-    t.send("time.sleep(1)\r")
+    # Twice: the earlier blocks, one sleeping 4 s and keeping a clock reading, are run
+    # again; the rebuild skips the sleep (the prompt is back well within 4 s, measured
+    # 0.02 s) and the block sees the time pass as it did the first time.
+    t.send("t0 = time.monotonic(); time.sleep(4); slept = time.monotonic() - t0\r")
     t.expect(">>> ", 6)
     t.send("time.sleep(30)\r")
     time.sleep(2)
+    stopped = time.monotonic()
     t.send("\x03")
     t.expect("[stopping the block; the session's state is rebuilt by running the 4 blocks before it again (they took ")
     t.expect(">>> ", 7)
-    took = re.findall(r"4 blocks before it again \(they took ([0-9.]+) s\)", t.text())
-    assert took and float(took[0]) >= 1.0, t.text()
+    took = time.monotonic() - stopped
+    said = re.findall(r"4 blocks before it again \(they took ([0-9.]+) s; a rebuild skips their sleeps\)", t.text())
+    assert said and float(said[0]) >= 4.0, t.text()
+    assert took < 2.5, f"the rebuild waited out the 4 s sleep: {took:.2f} s\n{t.text()}"
+    print(f"Ctrl-C after a 4 s sleep: the prompt came back in {took:.2f} s")
+    t.send("print(slept >= 4)\r")
+    t.expect("True\n")
+    t.expect(">>> ", 8)
     t.send("print(x + 1)\r")
     t.expect("42\n")
-    t.expect(">>> ", 8)
+    t.expect(">>> ", 9)
     t.send("\x1b[A\r")  # the up arrow: the last line again
     t.expect("42\n", 2)
-    t.expect(">>> ", 9)
+    t.expect(">>> ", 10)
     t.send("open('out.txt', 'w').write('saved!')\r")
     t.expect("[wrote out.txt (6 bytes)")
     dest = os.path.join(DATA, "out-copy.txt")

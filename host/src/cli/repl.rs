@@ -7,9 +7,10 @@
 //! Ctrl-D leaves. Ctrl-C while a block runs stops it and keeps the session's state: the
 //! session keeps a journal of its blocks (as a durable session does, see
 //! `session/durable.rs`), and the interpreter is rebuilt from the blocks before, by
-//! running them again. That takes as long as they took (a wasmtime instance cannot be
-//! interrupted and kept, nor its memory copied: see `session/durable.rs`), so the REPL
-//! says how long before it starts, and what was lost after. Lines starting with `:` are
+//! running them again. That takes as long as their computing took (their sleeps end at
+//! once, `sandbox/replay_clock.rs`; a wasmtime instance cannot be interrupted and kept,
+//! nor its memory copied: see `session/durable.rs`), so the REPL says how long they ran
+//! before it starts, and what was lost after. Lines starting with `:` are
 //! the REPL's own commands (`:help`); an unknown one is refused, never sent to the
 //! interpreter.
 
@@ -107,7 +108,8 @@ const COMMANDS: &str = "\
 :quit             end the session (or Ctrl-D)
 Tab indents at the start of a line, elsewhere completes the word (twice: lists the choices).
 Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them
-again, which takes as long as they took) or clears the line.";
+again, which takes as long as their computing took: their sleeps end at once) or clears
+the line.";
 
 /// Where a runtime's history is kept: `$XDG_DATA_HOME/runbox/history/RUNTIME`.
 fn history_path(runtime: &str) -> Option<PathBuf> {
@@ -581,7 +583,7 @@ impl ReplSession<'_> {
         let n = self.earlier.blocks;
         eprintln!(
             "[stopping the block; the session's state is rebuilt by running the {n} block{} \
-             before it again (they took {:.1} s)]",
+             before it again (they took {:.1} s; a rebuild skips their sleeps)]",
             if n == 1 { "" } else { "s" },
             self.earlier.took.as_secs_f64()
         );

@@ -19,6 +19,7 @@ use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{I32Exit, WasiView};
 
 use super::quota_fs::WasiQuotaFsView;
+use super::replay_clock::WasiReplayClocksView;
 use super::store::StoreState;
 use crate::plugin::componentize::{EXIT_FIELD, EXIT_MODULE};
 
@@ -48,7 +49,9 @@ pub fn tool_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
 
 /// `wasmtime_wasi::p2::add_to_linker_async` without `wasi:sockets`, and with the scratch
 /// cap on `wasi:filesystem/types`.
-fn add_wasi<T: WasiView + WasiQuotaFsView>(l: &mut Linker<T>) -> wasmtime::Result<()> {
+fn add_wasi<T: WasiView + WasiQuotaFsView + WasiReplayClocksView>(
+    l: &mut Linker<T>,
+) -> wasmtime::Result<()> {
     use wasmtime_wasi_io::bindings::wasi::io;
     struct HasIo;
     impl wasmtime::component::HasData for HasIo {
@@ -59,7 +62,8 @@ fn add_wasi<T: WasiView + WasiQuotaFsView>(l: &mut Linker<T>) -> wasmtime::Resul
     io::streams::add_to_linker::<T, HasIo>(l, |t| t.ctx().table)?;
 
     clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
-    clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    // Sleeps end at once while a session's calls are run again.
+    super::replay_clock::add_to_linker(l)?;
     // `types` with the run's scratch cap; `preopens` as is.
     super::quota_fs::add_to_linker(l)?;
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;

@@ -11,6 +11,7 @@ mod process;
 pub use process::run_tool;
 pub mod program;
 pub mod quota_fs;
+pub mod replay_clock;
 pub mod resident;
 pub mod store;
 pub mod tool_device;

@@ -11,6 +11,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::memory::StoreMemoryLimiter;
 use super::output::Channel;
 use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
+use super::replay_clock::{ReplayClocks, WasiReplayClocksView};
 use super::resident::ResidentInput;
 use super::tool_device::{DeviceContext, StoreDevices};
 use super::Sandbox;
@@ -63,6 +64,18 @@ impl WasiQuotaFsView for StoreState {
             },
             disk: &mut self.disk,
             devices: &mut self.devices,
+        }
+    }
+}
+
+impl WasiReplayClocksView for StoreState {
+    fn replay_clocks(&mut self) -> ReplayClocks<'_> {
+        ReplayClocks {
+            inner: wasmtime_wasi::clocks::WasiClocksCtxView {
+                ctx: self.wasi.clocks(),
+                table: &mut self.table,
+            },
+            journal: self.sandbox.journal.as_ref(),
         }
     }
 }

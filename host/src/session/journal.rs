@@ -139,6 +139,17 @@ impl Journal {
         }
     }
 
+    /// Whether a call is being run again and still follows its recorded path.
+    pub fn replaying(&self) -> bool {
+        matches!(
+            &*self.mode(),
+            Mode::Replay {
+                diverged: false,
+                ..
+            }
+        )
+    }
+
     /// Keeps a tool call's request and answer (while recording).
     pub fn record_tool(&self, request: &[u8], answer: &[u8]) {
         let mut mode = self.mode();
