@@ -254,7 +254,11 @@ impl Screen {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let uri = head.params.as_ref().and_then(|p| p.uri.as_deref());
         match (head.method.as_deref(), session) {
+            // The result app (`ui://…`) is rmcp's to answer: whether a client gets it
+            // depends on its capabilities, which rmcp knows.
+            (Some("resources/read"), _) if uri.is_some_and(|u| u.starts_with("ui://")) => None,
             (Some("initialize"), None) if self.sessions.is_full() => {
                 let error = json!({"jsonrpc": "2.0", "id": head.id, "error": {
                     "code": ErrorCode::INTERNAL_ERROR.0,

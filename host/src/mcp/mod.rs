@@ -1,6 +1,7 @@
 //! `runbox mcp`: the MCP server. [`server`] is the handler (the `run_code`,
 //! `list_runtimes`, `create_session` and `close_session` tools, `resources/read`, the
-//! `tasks/*` methods), [`arguments`] checks what calls send, [`content`] and [`schema`]
+//! `tasks/*` methods), [`app`] the page it shows clients of MCP Apps, [`arguments`]
+//! checks what calls send, [`content`] and [`schema`]
 //! are the shapes clients see ([`shown`]: how much of an output; [`retained`]: what a
 //! result left out, readable for a while), [`tasks`] lets long runs outlive their call,
 //! [`progress`] keeps long calls alive, [`settings`] configure the handler; the transports are
@@ -8,6 +9,7 @@
 //! [`intake`] (every message screened before it is parsed, by [`message_scan`]).
 
 pub mod access;
+pub mod app;
 pub mod arguments;
 pub mod content;
 pub mod http;

@@ -14,14 +14,16 @@ use rmcp::handler::server::wrapper::{Json, Parameters};
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
+    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourceContents, ResultType, ServerCapabilities, ServerConfig,
     UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
+use super::app;
 use super::arguments::{check_close_session, check_create_session, check_run_code};
 use super::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
 use super::progress::with_progress;
@@ -475,12 +477,56 @@ impl ServerHandler for RunboxServer {
         self.tasks.update(&request.task_id)
     }
 
-    /// A kept output or file (`runbox://…`, linked from a result).
+    /// The tools; for a client of the MCP Apps extension, `run_code` names the result app
+    /// (`_meta.ui.resourceUri`). Any other client gets the list as it always was.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        // As rmcp's own `list_tools` answers (its `#[tool_handler]` default).
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let mut tools = self.tool_router.list_all();
+        if app::wanted_by(context.client_capabilities().as_ref()) {
+            for tool in tools.iter_mut().filter(|t| t.name == "run_code") {
+                tool.meta = Some(app::tool_meta());
+            }
+        }
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            tools,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(CacheScope::Public),
+        })
+    }
+
+    /// No resources are listed (kept outputs are unguessable handles, listed to no one),
+    /// but the result app for a client of the MCP Apps extension.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        if app::wanted_by(context.client_capabilities().as_ref()) {
+            return Ok(ListResourcesResult::with_all_items(vec![app::resource()]));
+        }
+        Ok(ListResourcesResult::default())
+    }
+
+    /// A kept output or file (`runbox://…`, linked from a result), or the result app
+    /// (`ui://runbox/run`, for a client of the MCP Apps extension).
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri == app::URI && app::wanted_by(context.client_capabilities().as_ref()) {
+            return Ok(ReadResourceResult::new(vec![app::contents()]).into());
+        }
         // Through rmcp the answer's charge ends here, once it is rendered: over HTTP
         // runbox sends these reads itself, charged until sent (`http.rs`).
         let (contents, _answer) = self.read_kept(&request.uri)?;
