@@ -87,6 +87,9 @@ pub struct RuntimeInfo {
     pub note: Option<String>,
     /// The pure-Python packages added to it (`NAME==VERSION`, or a wheel's file name).
     pub packages: Vec<String>,
+    /// While it is not ready (the first start prepares each runtime once): what its
+    /// preparation is doing and for how long, or why it failed.
+    pub preparation: Option<String>,
 }
 
 /// A new session, as its creator is told.
@@ -356,6 +359,7 @@ impl Runbox {
                 session_state: p.spec.session_state,
                 note: p.spec.note.clone(),
                 packages: p.spec.packages.iter().map(|p| p.describe()).collect(),
+                preparation: p.progress(),
             })
             .collect()
     }
@@ -371,7 +375,6 @@ impl Runbox {
         self.runner.prestarts.begun()
     }
 
-    /// Why `runtime` could not be prepared, if that is what became of it.
     /// The runtimes still being prepared.
     pub fn preparing(&self) -> Vec<String> {
         self.plugins
@@ -397,6 +400,7 @@ impl Runbox {
         self.runner.gateway.as_ref()
     }
 
+    /// Why `runtime` could not be prepared, if that is what became of it.
     pub fn preparation_failure(&self, runtime: &str) -> Option<String> {
         match self.plugins.get(runtime)?.state() {
             Preparation::Failed(why) => Some(why),

@@ -1438,12 +1438,31 @@ fn initialize_is_answered_while_runtimes_are_prepared() {
         message.contains("`quickjs` is still being prepared"),
         "{message}"
     );
+    // list_runtimes says where its preparation stands, and nothing once it is ready.
+    let preparation = |session: &mut RawSession, id: u64| {
+        session.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "list_runtimes", "arguments": {}}}));
+        let listed = session.receive();
+        let runtimes = listed["result"]["structuredContent"]["runtimes"].clone();
+        let quickjs = runtimes
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == "quickjs").cloned())
+            .unwrap_or_else(|| panic!("no quickjs in {listed}"));
+        quickjs.get("preparation").cloned()
+    };
+    let early = preparation(&mut session, 10).expect("quickjs is still being prepared");
+    let early = early.as_str().unwrap_or_default();
+    assert!(
+        early.starts_with("preparing: ") && early.ends_with(" s)"),
+        "{early}"
+    );
     session.call(2, json!({"runtime": "quickjs", "code": "console.log(1)"}));
     let reply = session.receive();
     assert_eq!(
         reply["result"]["structuredContent"]["stdout"], "1\n",
         "{reply}"
     );
+    assert_eq!(preparation(&mut session, 11), None);
     session.hang_up();
 }
 

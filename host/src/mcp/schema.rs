@@ -278,6 +278,10 @@ pub struct RuntimeEntry {
     /// and session. Only present when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<String>,
+    /// Only while it is not ready yet (first start): what is being done, e.g.
+    /// "preparing: compiling … (for 40 s)"; a call waits for it. Or "failed: why".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation: Option<String>,
 }
 
 impl From<RuntimeInfo> for RuntimeEntry {
@@ -291,6 +295,7 @@ impl From<RuntimeInfo> for RuntimeEntry {
             session_state: info.session_state,
             note: info.note,
             packages: info.packages,
+            preparation: info.preparation,
         }
     }
 }
@@ -622,6 +627,7 @@ mod tests {
             session_state: false,
             note: None,
             packages: Vec::new(),
+            preparation: None,
         }
     }
 

@@ -709,6 +709,7 @@ mod tests {
             session_state: true,
             note: Some("plt.show() saves each figure as figure-N.png".into()),
             packages: Vec::new(),
+            preparation: None,
         }
     }
 

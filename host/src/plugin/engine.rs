@@ -243,10 +243,17 @@ impl SandboxEngine {
             source,
         };
         let bytes = make_component().map_err(compile_err)?;
+        let started = std::time::Instant::now();
         let compiled = self
             .engine_for(kind)
             .precompile_component(&bytes)
             .map_err(|e| compile_err(e.into()))?;
+        tracing::info!(
+            name,
+            wasm_bytes = bytes.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "compiled"
+        );
         self.cache.ensure_dir(kind)?;
         self.cache
             .write(kind, &path, &compiled)

@@ -122,8 +122,18 @@ impl PluginSlot {
         }
     }
 
-    fn not_ready(&self, asked: Instant) -> NotReady {
-        let doing = match &*self.doing.lock().unwrap_or_else(|e| e.into_inner()) {
+    /// Where its preparation stands, for `list_runtimes`: `None` once ready.
+    pub fn progress(&self) -> Option<String> {
+        match self.state() {
+            Preparation::Ready(_) => None,
+            Preparation::Failed(why) => Some(format!("failed: {why}")),
+            Preparation::Preparing => Some(format!("preparing: {}", self.doing_now())),
+        }
+    }
+
+    /// The step its preparation is in and for how long, or how long it has waited.
+    fn doing_now(&self) -> String {
+        match &*self.doing.lock().unwrap_or_else(|e| e.into_inner()) {
             Some((step, since)) => format!(
                 "{} (for {:.0} s)",
                 step.trim_end_matches(['…', ' ', '.']),
@@ -133,10 +143,13 @@ impl PluginSlot {
                 "waiting for its turn behind the runtimes being prepared (for {:.0} s; it goes next)",
                 self.queued_at.elapsed().as_secs_f64()
             ),
-        };
+        }
+    }
+
+    fn not_ready(&self, asked: Instant) -> NotReady {
         NotReady::Preparing {
             name: self.spec.name.clone(),
-            doing,
+            doing: self.doing_now(),
             waited: asked.elapsed().as_secs_f64(),
         }
     }

@@ -90,7 +90,9 @@ pub fn take_snapshot(module: &[u8], plan: &SnapshotPlan<'_>) -> Result<Vec<u8>, 
         .cranelift_opt_level(OptLevel::None)
         .epoch_interruption(true);
     let engine = Engine::new(&config).map_err(|e| prepare(e.into()))?;
+    let started = std::time::Instant::now();
     let compiled = Module::new(&engine, &instrumented).map_err(|e| prepare(e.into()))?;
+    let compiled_in = started.elapsed();
 
     let output = MemoryOutputPipe::new(64 << 10);
     let mut wasi = WasiCtxBuilder::new();
@@ -195,6 +197,11 @@ pub fn take_snapshot(module: &[u8], plan: &SnapshotPlan<'_>) -> Result<Vec<u8>, 
         },
     ))
     .map_err(|e| prepare(e.into()))?;
+    tracing::info!(
+        compile_s = compiled_in.as_secs_f64(),
+        start_up_and_snapshot_s = (started.elapsed() - compiled_in).as_secs_f64(),
+        "snapshot taken"
+    );
     Ok(snapshot)
 }
 
