@@ -155,7 +155,7 @@ fn repl_keeps_state_between_blocks() {
     assert!(text(&out.stderr).contains("unknown runtime `cobol`"));
 }
 
-/// What Tab and Ctrl-C do in `runbox repl` is said alike by its `:help` and README's
+/// What Tab and Ctrl-C do in `runbox repl` is said alike by its `:help` and docs/cli.md's
 /// paragraph on it.
 #[test]
 fn the_repl_says_what_tab_and_ctrl_c_do() {
@@ -167,11 +167,11 @@ fn the_repl_says_what_tab_and_ctrl_c_do() {
     ] {
         assert!(help.contains(said), "{said:?} not in :help:\n{help}");
     }
-    let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    let cli = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md"),
     )
     .unwrap();
-    let section = &readme[readme.find("\n### `runbox repl`\n").unwrap()..];
+    let section = &cli[cli.find("\n## `runbox repl`\n").unwrap()..];
     let section = &section[..section[1..].find("\n#").unwrap()].replace('\n', " ");
     for said in [
         "Tab at the start of a line (or after only spaces) indents by four spaces",
@@ -183,7 +183,7 @@ fn the_repl_says_what_tab_and_ctrl_c_do() {
     ] {
         assert!(
             section.contains(said),
-            "{said:?} not in README's repl section"
+            "{said:?} not in docs/cli.md's repl section"
         );
     }
 }
@@ -462,18 +462,23 @@ fn help_of(args: &[&str]) -> Help {
     parsed
 }
 
-/// The README's command block, its global options and its settings table name every
-/// command and flag `--help` shows: the docs cannot drift from the code.
+/// docs/cli.md's command block and its global options, and docs/settings.md's settings
+/// table, name every command and flag `--help` shows: the docs cannot drift from the code.
 #[test]
-fn the_readme_names_every_command_and_flag() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let after = |marker: &str| &readme[readme.find(marker).unwrap_or_else(|| panic!("{marker}"))..];
-    let block = after("## Command line\n\n```\n");
+fn the_docs_name_every_command_and_flag() {
+    let read = |doc: &str| {
+        std::fs::read_to_string(format!("{}/../{doc}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let (cli, settings) = (read("docs/cli.md"), read("docs/settings.md"));
+    let after = |doc: &'static str, text: &str, marker: &str| -> usize {
+        text.find(marker)
+            .unwrap_or_else(|| panic!("{marker} not in {doc}"))
+    };
+    let block = &cli[after("docs/cli.md", &cli, "# Command line\n\n```\n")..];
     let block = &block[..block[20..].find("```").unwrap() + 20];
-    let globals = after("Global options:");
+    let globals = &cli[after("docs/cli.md", &cli, "Global options:")..];
     let globals = &globals[..globals.find("\n\n").unwrap()];
-    let settings = after("### Settings");
+    let settings = &settings[after("docs/settings.md", &settings, "## Settings")..];
     let top = help_of(&[]);
     let (commands, global_flags) = (top.commands, top.global);
     assert!(commands.len() >= 5, "{commands:?}");
@@ -522,7 +527,7 @@ fn the_readme_names_every_command_and_flag() {
     for flag in &help_of(&["mcp"]).own {
         assert!(
             settings.contains(&format!("| `{flag}")),
-            "mcp's {flag} is not in the README's settings table"
+            "mcp's {flag} is not in docs/settings.md's settings table"
         );
     }
 }
@@ -555,7 +560,7 @@ fn help_keeps_global_options_apart() {
         .contains(&"--max-concurrent".to_string()));
 }
 
-/// A bad command line exits 125 ("runbox itself failed", as README and `--help` say),
+/// A bad command line exits 125 ("runbox itself failed", as docs/cli.md and `--help` say),
 /// not clap's 2, with clap's message naming the argument; `--help` and `--version` exit 0.
 #[test]
 fn bad_arguments_exit_125() {
@@ -786,26 +791,30 @@ fn help_defaults(args: &[&str]) -> Vec<(String, Option<String>, Option<String>)>
         .collect()
 }
 
-/// What README and docs/scale-out.md say agrees with the code: the settings table's
-/// variables and numeric defaults are those `runbox mcp --help` shows, the idle HTTP
-/// session's end and the session store's lease are the code's constants, replicas with a
-/// session store are not said to lose their sessions, and `runbox run` and `runbox repl`
-/// are told under headings of their own in "Command line".
+/// What docs/settings.md, docs/cli.md and docs/scale-out.md say agrees with the code: the
+/// settings table's variables and numeric defaults are those `runbox mcp --help` shows,
+/// the idle HTTP session's end and the session store's lease are the code's constants,
+/// replicas with a session store are not said to lose their sessions, and `runbox run`
+/// and `runbox repl` are told under headings of their own in "Command line".
 #[test]
 fn the_docs_agree_with_the_code() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let settings_doc = std::fs::read_to_string(format!("{root}/docs/settings.md")).unwrap();
+    let cli = std::fs::read_to_string(format!("{root}/docs/cli.md")).unwrap();
     let scale_out = std::fs::read_to_string(format!("{root}/docs/scale-out.md")).unwrap();
 
     // The settings table against `runbox mcp --help`.
-    let settings = &readme[readme.find("### Settings").unwrap()..];
-    let settings = &settings[..settings.find("\n\n###").unwrap()];
+    let settings = &settings_doc[settings_doc.find("\n## Settings\n").unwrap()..];
+    let settings = &settings[..settings[1..]
+        .find("\n## ")
+        .map_or(settings.len(), |i| i + 1)];
     let mut checked = 0;
     for (flag, env, default) in help_defaults(&["mcp"]) {
         let Some(row) = settings.lines().find(|l| {
             l.starts_with(&format!("| `{flag}`")) || l.starts_with(&format!("| `{flag} "))
         }) else {
-            continue; // the_readme_names_every_command_and_flag says which are missing
+            continue; // the_docs_name_every_command_and_flag says which are missing
         };
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         if let Some(env) = env {
@@ -825,12 +834,12 @@ fn the_docs_agree_with_the_code() {
     // An idle protocol session of a handshake-era HTTP client.
     let keep_alive = runbox::mcp::http_sessions::KEEP_ALIVE.as_secs();
     assert!(
-        readme.contains(&format!(
+        settings_doc.contains(&format!(
             "idle protocol session is dropped after {keep_alive} s"
         )),
-        "README must say an idle HTTP session is dropped after {keep_alive} s"
+        "docs/settings.md must say an idle HTTP session is dropped after {keep_alive} s"
     );
-    assert!(!readme.contains("five minutes"));
+    assert!(!settings_doc.contains("five minutes") && !readme.contains("five minutes"));
 
     // Replicas and the session store.
     assert!(!scale_out.contains("not durable"), "docs/scale-out.md");
@@ -863,14 +872,14 @@ fn the_docs_agree_with_the_code() {
     }
 
     // `runbox run` and `runbox repl` under their own headings in "Command line".
-    let command_line = &readme[readme.find("\n## Command line\n").unwrap() + 1..];
-    let command_line = &command_line[..command_line.find("\n## ").unwrap()];
+    assert!(cli.starts_with("# Command line\n"), "docs/cli.md");
+    let command_line = &cli[..];
     for (heading, opening) in [
         (
-            "### `runbox run`",
+            "## `runbox run`",
             "`runbox run` prints the program's output",
         ),
-        ("### `runbox repl`", "`runbox repl RUNTIME` opens a session"),
+        ("## `runbox repl`", "`runbox repl RUNTIME` opens a session"),
     ] {
         let section = &command_line[command_line
             .find(&format!("\n{heading}\n"))
@@ -880,6 +889,6 @@ fn the_docs_agree_with_the_code() {
             section.contains(opening),
             "{heading} does not hold {opening:?}"
         );
-        assert_eq!(readme.matches(opening).count(), 1, "{opening:?} once");
+        assert_eq!(cli.matches(opening).count(), 1, "{opening:?} once");
     }
 }

@@ -891,7 +891,7 @@ fn the_kubernetes_docs_say_what_a_cluster_must_change() {
 /// `deploy/release` packs a given binary (without running rustc) into an archive whose
 /// checksum holds, which ships deploy/ and every file its documents link to, and whose
 /// runbox runs a program (with this cache, so nothing is fetched again). The glibc the
-/// binary needs is no newer than the one README's "Install" names.
+/// binary needs is no newer than the one docs/install.md names.
 #[test]
 fn the_release_archive_unpacks_to_a_working_runbox() {
     // A rustc that fails and says so: given a binary, the script needs no Rust.
@@ -945,6 +945,8 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
         "README.md",
         "SECURITY.md",
         "docs/mcp.md",
+        "docs/install.md",
+        "docs/clients.md",
         "deploy/README.md",
         "deploy/Containerfile",
         "deploy/kubernetes/runbox.yaml",
@@ -981,7 +983,7 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
     }
     assert!(links >= 10, "only {links} links found");
 
-    // The glibc the binary asks for at most is the one README says it needs.
+    // The glibc the binary asks for at most is the one docs/install.md says it needs.
     let binary = std::fs::read(top.join("runbox")).unwrap();
     let needed = (0..binary.len().saturating_sub(8))
         .filter(|&i| binary[i..].starts_with(b"GLIBC_2."))
@@ -994,9 +996,7 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
             String::from_utf8(digits).ok()?.parse::<u32>().ok()
         })
         .max();
-    let readme = read("README.md");
-    let install = &readme[readme.find("## Install").unwrap()..];
-    let install = &install[..install[3..].find("\n## ").unwrap()];
+    let install = read("docs/install.md");
     let documented = install
         .find("glibc 2.")
         .map(|i| {
@@ -1007,11 +1007,11 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
                 .parse::<u32>()
                 .unwrap()
         })
-        .expect("README's Install names the glibc the archive needs");
+        .expect("docs/install.md names the glibc the archive needs");
     if let Some(needed) = needed {
         assert!(
             needed <= documented,
-            "the binary needs glibc 2.{needed}, README says 2.{documented}"
+            "the binary needs glibc 2.{needed}, docs/install.md says 2.{documented}"
         );
     }
     assert!(read("deploy/release").contains(&format!("2.{documented}")));

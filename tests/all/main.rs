@@ -2,7 +2,9 @@
 //! one module per suite, sharing `common` (one artifact cache, one loaded runbox).
 //!
 //! - [`runtimes`]: every runtime through the library, its limits and pre-started runs.
-//! - [`cli`]: the `runbox` binary as a person uses it, and the README held to `--help`.
+//! - [`cli`]: the `runbox` binary as a person uses it, and the docs held to `--help`.
+//! - [`docs`]: every path and `runbox` flag the docs cite exists; every client config of
+//!   docs/clients.md starts a runbox that runs a program.
 //! - [`mcp`]: `runbox mcp` driven by real MCP clients (the Python and TypeScript SDKs, the
 //!   Inspector, raw JSON-RPC), over stdio and HTTP, and the handler in-process.
 //! - [`adversarial`], [`scratch_limits`], [`compile_limits`]: hostile programs and the
@@ -11,6 +13,7 @@
 //! - [`conformance`], [`custom_plugin`]: the plugin conformance suite, and a third party's
 //!   plugin from a local path.
 //! - [`adapters`]: the guest adapters' own unit tests, run natively.
+//! - [`deploy`]: the release archive, the container and the manifests agree with runbox.
 //! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
 //! - [`durable`]: sessions kept in a session store across restarts and replicas.
 //! - [`packages`]: pure-Python packages an operator adds to python.
@@ -31,6 +34,7 @@ mod compiled;
 mod conformance;
 mod custom_plugin;
 mod deploy;
+mod docs;
 mod durable;
 mod languages;
 mod mcp;

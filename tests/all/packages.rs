@@ -1,4 +1,4 @@
-//! Pure-Python packages for operators (`--python-packages FILE`, README "Packages"): two
+//! Pure-Python packages for operators (`--python-packages FILE`, docs/cli.md "Packages"): two
 //! real wheels fetched from PyPI with pip, importable in a run, in a session, and listed
 //! by `list_runtimes` (through the MCP Inspector); a wheel with compiled code and a
 //! wrong hash are refused with messages that name them.

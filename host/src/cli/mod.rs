@@ -52,7 +52,7 @@ pub const GLOBAL_HEADING: &str = "Global options";
 
 /// Prints what clap says about the command line (help, version, or a bad argument) and
 /// returns the exit status: 0 for help and version, [`EXIT_RUNBOX_ERROR`] for a bad
-/// argument (clap's own is 2), as README and `--help` say.
+/// argument (clap's own is 2), as docs/cli.md and `--help` say.
 pub fn exit_on_bad_arguments(e: &clap::Error) -> u8 {
     // Printing fails only when stdout or stderr is closed: nothing left to tell.
     let _ = e.print();
