@@ -944,6 +944,8 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
         "runbox",
         "README.md",
         "SECURITY.md",
+        "LICENSE",
+        "THIRD_PARTY.md",
         "docs/mcp.md",
         "docs/install.md",
         "docs/clients.md",
@@ -1021,6 +1023,72 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
         .env("RUNBOX_CACHE_DIR", crate::common::cache_dir());
     let ran = crate::common::output_with_stdin(&mut run, "print(6 * 7)");
     assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+}
+
+/// `deploy/release --offline quickjs` ships quickjs's artifact beside the binary, and the
+/// unpacked runbox runs quickjs on an empty cache with npm and pip failing (and saying
+/// so if ever run): the bundle stands in for them.
+#[test]
+fn the_offline_archive_needs_neither_npm_nor_pip() {
+    let fake = tempfile::tempdir().unwrap();
+    let marker = fake.path().join("fetcher-ran");
+    use std::os::unix::fs::PermissionsExt;
+    for tool in ["npm", "pip", "pip3", "python3"] {
+        let path = fake.path().join(tool);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho {tool} >> '{}'\nexit 1\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = Command::new("sh")
+        .args([
+            repo().join("deploy/release").to_str().unwrap(),
+            "--offline",
+            "quickjs",
+        ])
+        .env("RUNBOX_RELEASE_BINARY", env!("CARGO_BIN_EXE_runbox"))
+        .env("RUNBOX_CACHE_DIR", crate::common::cache_dir())
+        .output()
+        .expect("run deploy/release --offline");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bundled 1 artifacts"),
+        "{}",
+        text(&out.stderr)
+    );
+    let archive = repo().join(text(&out.stdout).trim());
+    let name = archive.file_name().unwrap().to_str().unwrap();
+    assert!(name.ends_with("-offline.tar.gz"), "{name}");
+    let unpacked = tempfile::tempdir().unwrap();
+    let tar = Command::new("tar")
+        .arg("xzf")
+        .arg(&archive)
+        .current_dir(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    std::fs::remove_file(&archive).unwrap();
+    let top = unpacked.path().join(name.trim_end_matches(".tar.gz"));
+    assert_eq!(std::fs::read_dir(top.join("artifacts")).unwrap().count(), 1);
+
+    let empty_cache = tempfile::tempdir().unwrap();
+    let path = std::env::join_paths(std::iter::once(fake.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let mut run = Command::new(top.join("runbox"));
+    run.args(["--quiet", "run", "quickjs", "-"])
+        .env("RUNBOX_CACHE_DIR", empty_cache.path())
+        .env("PATH", path);
+    let ran = crate::common::output_with_stdin(&mut run, "console.log(6 * 7)");
+    assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+    assert!(
+        !marker.exists(),
+        "ran {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
 }
 
 /// Whether `program` is on the PATH.

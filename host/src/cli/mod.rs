@@ -176,7 +176,7 @@ impl GlobalArgs {
         })
     }
 
-    fn progress(&self) -> Progress {
+    pub fn progress(&self) -> Progress {
         if self.quiet {
             Progress::hidden()
         } else {
@@ -236,9 +236,15 @@ pub async fn main(cli: Cli) -> Result<u8> {
         Command::Run(args) => run::command(&cli.global, args).await,
         Command::Repl(args) => repl::command(&cli.global, args).await,
         Command::Runtimes => plugins::runtimes(&cli.global).map(|()| 0),
-        Command::Plugins(PluginsCommand::Fetch { names }) => {
-            plugins::fetch(&cli.global, names).await
-        }
+        Command::Plugins(PluginsCommand::Fetch { names, bundle }) => match bundle {
+            Some(dir) => {
+                for name in &names {
+                    check_runtime_name(&cli.global, name)?;
+                }
+                plugins::bundle(&cli.global, &names, &dir)
+            }
+            None => plugins::fetch(&cli.global, names).await,
+        },
         Command::Plugins(PluginsCommand::Test { names }) => plugins::test(&cli.global, names).await,
         Command::Mcp(args) => mcp::command(&cli.global, *args).await.map(|()| 0),
         Command::CompileProgram { compiler, output } => Ok(u8::try_from(

@@ -1,6 +1,8 @@
 //! `runbox runtimes`, `runbox plugins fetch` and `runbox plugins test`.
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use runbox::conformance::check_plugin;
 use runbox::plugin::cache_state;
@@ -15,6 +17,11 @@ pub enum PluginsCommand {
     Fetch {
         /// Runtime names (default: all in the plugins file).
         names: Vec<String>,
+        /// Only fetch the artifacts, and put them in DIR, named by their sha256: an
+        /// offline bundle. A runbox finds it as `artifacts/` beside its executable, or
+        /// at RUNBOX_BUNDLED_ARTIFACTS, and then needs neither npm nor pip.
+        #[arg(long, value_name = "DIR")]
+        bundle: Option<std::path::PathBuf>,
     },
     /// Run the conformance suite (describe, every sample) against every plugin, or the
     /// named ones. Exits non-zero when a check fails.
@@ -115,6 +122,43 @@ fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// `runbox plugins fetch --bundle DIR [NAME…]`: the artifacts, fetched (or taken from the
+/// cache) and put in DIR under their sha256, which is what [`Cache::bundles`] reads.
+///
+/// [`Cache::bundles`]: runbox::plugin::artifact::Cache::bundles
+pub fn bundle(global: &GlobalArgs, names: &[String], dir: &Path) -> Result<u8> {
+    let manifest = global.manifest()?;
+    let cache = global.cache()?;
+    let progress = global.progress();
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut bundled = std::collections::BTreeMap::new();
+    for (plugin, artifact) in manifest.artifacts() {
+        if !names.is_empty() && !names.contains(&plugin.name) {
+            continue;
+        }
+        let from = cache.fetch(artifact, &progress)?;
+        let name = artifact.sha256.to_ascii_lowercase();
+        let to = dir.join(&name);
+        if !to.is_file() {
+            // A hard link where the cache is on the same filesystem, else a copy.
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).with_context(|| {
+                    format!("cannot copy {} to {}", from.display(), to.display())
+                })?;
+            }
+        }
+        bundled.insert(name, std::fs::metadata(&to)?.len());
+    }
+    let bytes: u64 = bundled.values().sum();
+    eprintln!(
+        "bundled {} artifacts ({:.1} MB) in {}",
+        bundled.len(),
+        bytes as f64 / 1e6,
+        dir.display()
+    );
+    Ok(0)
 }
 
 /// `runbox plugins fetch [NAME…]`: fetch and compile now.

