@@ -36,6 +36,7 @@ mod custom_plugin;
 mod deploy;
 mod docs;
 mod durable;
+mod install;
 mod languages;
 mod mcp;
 mod packages;
