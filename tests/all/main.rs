@@ -27,6 +27,7 @@ mod common;
 
 mod adapters;
 mod adversarial;
+mod app;
 mod cli;
 mod code_mode;
 mod compile_limits;
