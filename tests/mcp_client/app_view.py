@@ -25,9 +25,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import anyio.from_thread
-from harness import RUNBOX, server_env
-from mcp import Client, StdioServerParameters
+import httpx2
+from harness import RUNBOX, HttpServer, server_env
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.extension import advertise
+from mcp.client.streamable_http import streamable_http_client
 
 EXTENSION = "io.modelcontextprotocol/ui"
 MIME = "text/html;profile=mcp-app"
@@ -403,6 +405,41 @@ def check_case(browser, base, name, result):
         page.close()
 
 
+async def offered(session, ui):
+    """What `session` is offered: run_code's `_meta`, the resources, the app's read."""
+    tools = {t.name: dump(t) for t in (await session.list_tools()).tools}
+    resources = [dump(r)["uri"] for r in (await session.list_resources()).resources]
+    try:
+        read = dump(await session.read_resource(APP_URI))["contents"][0]["text"]
+    except Exception as e:  # refused: as any URI never given out
+        read = f"refused: {e}"
+    return tools["run_code"].get("_meta"), resources, read
+
+
+async def over_http(app_html):
+    """The same over streamable HTTP, for both kinds of client, with and without the
+    extension: a `ui://` read is answered by rmcp, which knows each client's capabilities."""
+    with HttpServer() as server:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=60)) as http:
+            for ui in (True, False):
+                extensions = [advertise(EXTENSION, {"mimeTypes": [MIME]})] if ui else None
+                async with Client(streamable_http_client(server.url, http_client=http),
+                                  extensions=extensions) as session:
+                    modern = await offered(session, ui)
+                async with streamable_http_client(server.url, http_client=http) as (r, w):
+                    settings = {EXTENSION: {"mimeTypes": [MIME]}} if ui else None
+                    async with ClientSession(r, w, extensions=settings) as session:
+                        await session.initialize()
+                        legacy = await offered(session, ui)
+                for got in (modern, legacy):
+                    if ui:
+                        assert got == ({"ui": {"resourceUri": APP_URI}}, [APP_URI], app_html), got[:2]
+                    else:
+                        assert got[0] is None and got[1] == [], got[:2]
+                        assert got[2].startswith("refused:") and APP_URI in got[2], got[2]
+    print("  over HTTP: 2026-07-28 and 2025-11-25 clients, with and without the extension: ok")
+
+
 async def main():
     chromium = sys.argv[1]
     os.makedirs(SHOTS, exist_ok=True)
@@ -422,6 +459,7 @@ async def main():
         app_html = read[0]["text"]
         assert listed[0]["size"] == len(app_html.encode()), (listed[0]["size"], len(app_html))
         print(f"  the app: {len(app_html.encode())} bytes")
+        await over_http(app_html)
 
         cases = {}
         for name, arguments in CASES.items():
