@@ -242,30 +242,37 @@ pub fn load_plugin_telling(
                 spec.name
             ))
         });
-        let component = engine.load_or_compile(CompiledKind::Tool, &label, &key, || {
-            let module = std::fs::read(&path)?;
-            Ok(match binary_kind(&module) {
-                BinaryKind::CoreModule => {
-                    let module = match (snapshot, &recipe.reactor) {
-                        (Some(snap), Some(start)) => {
-                            let plan = SnapshotPlan {
-                                start,
-                                program: &snap.program,
-                                argv0: &argv0,
-                                env: parse_env(&snap.env),
-                                preopens: Vec::new(),
-                                stubs: &recipe.stubs,
-                            };
-                            snapshot_on_own_thread(&module, plan, &mounts)?
-                        }
-                        _ => module,
-                    };
-                    componentize_tool(&module, &recipe)?
-                }
-                BinaryKind::Component => module,
-                BinaryKind::NotWasm => anyhow::bail!("{} is not WebAssembly", path.display()),
-            })
-        })?;
+        // A snapshot's start-up and the snapshot are compiled by one engine, which
+        // compiles their shared functions once.
+        let compiler = match snapshot {
+            Some(_) => crate::plugin::engine::snapshot_compiler()?,
+            None => engine.engine().clone(),
+        };
+        let component =
+            engine.load_or_compile_with(CompiledKind::Tool, &label, &key, &compiler, || {
+                let module = std::fs::read(&path)?;
+                Ok(match binary_kind(&module) {
+                    BinaryKind::CoreModule => {
+                        let module = match (snapshot, &recipe.reactor) {
+                            (Some(snap), Some(start)) => {
+                                let plan = SnapshotPlan {
+                                    start,
+                                    program: &snap.program,
+                                    argv0: &argv0,
+                                    env: parse_env(&snap.env),
+                                    preopens: Vec::new(),
+                                    stubs: &recipe.stubs,
+                                };
+                                snapshot_on_own_thread(&module, plan, &mounts, &compiler)?
+                            }
+                            _ => module,
+                        };
+                        componentize_tool(&module, &recipe)?
+                    }
+                    BinaryKind::Component => module,
+                    BinaryKind::NotWasm => anyhow::bail!("{} is not WebAssembly", path.display()),
+                })
+            })?;
         if let Some(step) = step {
             step.done(format!("compiled {} tool `{name}`", spec.name));
         }
@@ -374,6 +381,7 @@ fn snapshot_on_own_thread(
     module: &[u8],
     mut plan: SnapshotPlan<'_>,
     mounts: &[Mount],
+    engine: &wasmtime::Engine,
 ) -> anyhow::Result<Vec<u8>> {
     let scratch = tempfile::tempdir()?;
     plan.preopens.push(Preopen {
@@ -395,7 +403,7 @@ fn snapshot_on_own_thread(
         writable: false,
     });
     std::thread::scope(|s| {
-        s.spawn(|| take_snapshot(module, &plan))
+        s.spawn(|| take_snapshot(module, &plan, engine))
             .join()
             .map_err(|_| anyhow::anyhow!("the snapshot thread panicked"))?
             .map_err(anyhow::Error::from)
