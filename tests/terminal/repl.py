@@ -205,6 +205,7 @@ def tab_typed_words():
     t.prompt()
     t.send("var counter_of_things = 5;\r")
     t.prompt()
+    time.sleep(0.5)  # keys typed before the line editor reads are dropped (a loaded machine)
     t.send("console.log(counter_o\t * 2)\r")
     t.expect("console.log(counter_of_things * 2)")
     t.expect("10\n")

@@ -255,19 +255,21 @@ fn unhandled_rejections_end_the_program() {
     assert_eq!(out, "caught 1\n");
 }
 
+/// Times far apart: an interval of 1 ms three times comes before a 200 ms timer even on
+/// a loaded machine (10 ms was not always enough: each tick is rescheduled from when it ran).
 #[test]
 fn async_code_and_timers_run_to_the_end() {
     let out = stdout_of(
         "const sleep = (ms) => new Promise((r) => setTimeout(r, ms));\n\
-         async function main() { console.log('start'); await sleep(20); console.log('after 20'); return 'value' }\n\
+         async function main() { console.log('start'); await sleep(400); console.log('after 400'); return 'value' }\n\
          main().then((v) => console.log(v));\n\
-         setTimeout(() => console.log('timer 10'), 10);\n\
+         setTimeout(() => console.log('timer 200'), 200);\n\
          let n = 0; const id = setInterval(() => { if (++n === 3) { clearInterval(id); console.log('interval x3') } }, 1);\n\
          console.log('sync end');",
     );
     assert_eq!(
         out,
-        "start\nsync end\ninterval x3\ntimer 10\nafter 20\nvalue\n"
+        "start\nsync end\ninterval x3\ntimer 200\nafter 400\nvalue\n"
     );
 }
 
