@@ -319,7 +319,8 @@ fn wait_for(child: &mut std::process::Child, within: Duration) -> Option<std::pr
 /// The wheel: maturin builds it (reusing target/'s release build), pip installs it into a
 /// fresh venv without an index, and the venv's `runbox mcp` serves the Python SDK.
 ///
-/// Run alone (`cargo test --release --test all -- --ignored install::the_wheel`): maturin's
+/// Run alone, as `.ci/run` does after the suite (`cargo test --release --test all --
+/// --ignored install::the_wheel_installs_with_pip_and_serves_mcp`): maturin's
 /// cargo build, fresh or not, links `target/release/runbox` again (removes it, then links
 /// it), and the tests running beside it that start that binary then find no file (the
 /// full suite of 2026-12-05 failed four that way).
