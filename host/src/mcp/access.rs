@@ -103,12 +103,9 @@ impl Bearer {
     /// hashed to the same length first, so neither the position of the first difference
     /// nor the token's length shows in the timing.
     pub fn accepts(&self, presented: &str) -> bool {
+        use subtle::ConstantTimeEq;
         let presented = digest(presented.as_bytes());
-        presented
-            .iter()
-            .zip(self.expected.iter())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+        presented.ct_eq(&*self.expected).into()
     }
 }
 

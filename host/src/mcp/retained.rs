@@ -257,36 +257,33 @@ pub fn parse_uri(uri: &str) -> Option<(String, String)> {
     Some((handle.to_string(), segments?.join("/")))
 }
 
-/// Every byte but RFC 3986's unreserved characters as `%XX`.
+/// What a segment keeps as is: RFC 3986's unreserved characters; every other byte is
+/// `%XX`.
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn percent_encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(segment, ESCAPED).to_string()
 }
 
-/// A percent-encoded segment decoded; `None` when it is malformed, not UTF-8, or would
-/// hold a `/`.
+/// A percent-encoded segment decoded; `None` when it is malformed (a `%` without two hex
+/// digits, which the crate would keep as it is), not UTF-8, or would hold a `/`.
 fn percent_decode(segment: &str) -> Option<String> {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = segment.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let well_formed = segment.match_indices('%').all(|(i, _)| {
+        segment
+            .get(i + 1..i + 3)
+            .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    });
+    if !well_formed {
+        return None;
     }
-    let decoded = String::from_utf8(out).ok()?;
+    let decoded = percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .ok()?
+        .into_owned();
     (!decoded.contains('/')).then_some(decoded)
 }
 
@@ -353,7 +350,13 @@ mod tests {
         assert!(parse_uri("file:///etc/passwd").is_none());
         assert!(parse_uri("runbox://h/files/a%2Fb").is_none());
         assert!(parse_uri("runbox://h/files/%zz").is_none());
+        assert!(parse_uri("runbox://h/files/%+1").is_none());
+        assert!(parse_uri("runbox://h/files/%4").is_none());
+        assert!(parse_uri("runbox://h/files/%FF").is_none(), "not UTF-8");
         assert!(parse_uri("runbox://h h/x").is_none());
+        // Only RFC 3986's unreserved characters stay as they are.
+        assert_eq!(percent_encode("a b-._~é%/"), "a%20b-._~%C3%A9%25%2F");
+        assert_eq!(percent_decode("a%20b-._~%C3%A9%25").unwrap(), "a b-._~é%");
     }
 
     fn file(bytes: &[u8], text: bool) -> Item {
