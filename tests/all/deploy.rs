@@ -895,29 +895,17 @@ fn the_kubernetes_docs_say_what_a_cluster_must_change() {
 #[test]
 fn the_release_archive_unpacks_to_a_working_runbox() {
     // A rustc that fails and says so: given a binary, the script needs no Rust.
-    let fake = tempfile::tempdir().unwrap();
-    let marker = fake.path().join("rustc-ran");
-    let rustc = fake.path().join("rustc");
-    std::fs::write(
-        &rustc,
-        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&rustc, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = std::env::join_paths(std::iter::once(fake.path().to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
+    let fake = FailingPrograms::new(&["rustc"]);
     let out = Command::new("sh")
         .arg(repo().join("deploy/release"))
         .env("RUNBOX_RELEASE_BINARY", env!("CARGO_BIN_EXE_runbox"))
-        .env("PATH", path)
+        .env("PATH", fake.path())
         .output()
         .expect("run deploy/release");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        !marker.exists(),
+    assert_eq!(
+        fake.ran(),
+        "",
         "deploy/release ran rustc although given a binary"
     );
     let archive = PathBuf::from(text(&out.stdout).trim());
@@ -931,15 +919,7 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
         .output()
         .unwrap();
     assert!(check.status.success(), "{}", text(&check.stdout));
-    let unpacked = tempfile::tempdir().unwrap();
-    let tar = Command::new("tar")
-        .arg("xzf")
-        .arg(&archive)
-        .current_dir(unpacked.path())
-        .status()
-        .unwrap();
-    assert!(tar.success());
-    let top = unpacked.path().join(name.trim_end_matches(".tar.gz"));
+    let (_unpacked, top) = unpack(&archive);
     for file in [
         "runbox",
         "README.md",
@@ -1030,18 +1010,7 @@ fn the_release_archive_unpacks_to_a_working_runbox() {
 /// so if ever run): the bundle stands in for them.
 #[test]
 fn the_offline_archive_needs_neither_npm_nor_pip() {
-    let fake = tempfile::tempdir().unwrap();
-    let marker = fake.path().join("fetcher-ran");
-    use std::os::unix::fs::PermissionsExt;
-    for tool in ["npm", "pip", "pip3", "python3"] {
-        let path = fake.path().join(tool);
-        std::fs::write(
-            &path,
-            format!("#!/bin/sh\necho {tool} >> '{}'\nexit 1\n", marker.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let fake = FailingPrograms::new(&["npm", "pip", "pip3", "python3"]);
     let out = Command::new("sh")
         .args([
             repo().join("deploy/release").to_str().unwrap(),
@@ -1061,34 +1030,68 @@ fn the_offline_archive_needs_neither_npm_nor_pip() {
     let archive = repo().join(text(&out.stdout).trim());
     let name = archive.file_name().unwrap().to_str().unwrap();
     assert!(name.ends_with("-offline.tar.gz"), "{name}");
+    let (_unpacked, top) = unpack(&archive);
+    std::fs::remove_file(&archive).unwrap();
+    assert_eq!(std::fs::read_dir(top.join("artifacts")).unwrap().count(), 1);
+
+    let empty_cache = tempfile::tempdir().unwrap();
+    let mut run = Command::new(top.join("runbox"));
+    run.args(["--quiet", "run", "quickjs", "-"])
+        .env("RUNBOX_CACHE_DIR", empty_cache.path())
+        .env("PATH", fake.path());
+    let ran = crate::common::output_with_stdin(&mut run, "console.log(6 * 7)");
+    assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
+    assert_eq!(fake.ran(), "", "npm or pip was run");
+}
+
+/// Programs that fail at once, each writing its name to a list first, in a directory put
+/// before the rest of PATH: a test sees whether a script ran one.
+struct FailingPrograms {
+    dir: tempfile::TempDir,
+}
+
+impl FailingPrograms {
+    fn new(names: &[&str]) -> FailingPrograms {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        for name in names {
+            let path = dir.path().join(name);
+            let script = format!("#!/bin/sh\necho {name} >> '{}'\nexit 1\n", ran.display());
+            std::fs::write(&path, script).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        FailingPrograms { dir }
+    }
+
+    /// PATH with these programs first.
+    fn path(&self) -> std::ffi::OsString {
+        let rest = std::env::var_os("PATH").unwrap_or_default();
+        std::env::join_paths(
+            std::iter::once(self.dir.path().to_path_buf()).chain(std::env::split_paths(&rest)),
+        )
+        .unwrap()
+    }
+
+    /// The names of those that ran, a line each.
+    fn ran(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("ran")).unwrap_or_default()
+    }
+}
+
+/// `archive` (`NAME.tar.gz`) unpacked into a temporary directory, and its `NAME/` in it.
+fn unpack(archive: &Path) -> (tempfile::TempDir, PathBuf) {
     let unpacked = tempfile::tempdir().unwrap();
     let tar = Command::new("tar")
         .arg("xzf")
-        .arg(&archive)
+        .arg(archive)
         .current_dir(unpacked.path())
         .status()
         .unwrap();
     assert!(tar.success());
-    std::fs::remove_file(&archive).unwrap();
+    let name = archive.file_name().unwrap().to_str().unwrap();
     let top = unpacked.path().join(name.trim_end_matches(".tar.gz"));
-    assert_eq!(std::fs::read_dir(top.join("artifacts")).unwrap().count(), 1);
-
-    let empty_cache = tempfile::tempdir().unwrap();
-    let path = std::env::join_paths(std::iter::once(fake.path().to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
-    let mut run = Command::new(top.join("runbox"));
-    run.args(["--quiet", "run", "quickjs", "-"])
-        .env("RUNBOX_CACHE_DIR", empty_cache.path())
-        .env("PATH", path);
-    let ran = crate::common::output_with_stdin(&mut run, "console.log(6 * 7)");
-    assert_eq!(text(&ran.stdout), "42\n", "{}", text(&ran.stderr));
-    assert!(
-        !marker.exists(),
-        "ran {}",
-        std::fs::read_to_string(&marker).unwrap_or_default()
-    );
+    (unpacked, top)
 }
 
 /// Whether `program` is on the PATH.

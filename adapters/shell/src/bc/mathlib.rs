@@ -349,14 +349,8 @@ fn bessel(n: &Num, x: &Num, scale: u64) -> Fallible<Num> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::number::tests::num;
     use super::*;
-
-    fn num(text: &str) -> Num {
-        match text.strip_prefix('-') {
-            Some(rest) => Num::parse(rest, 10).unwrap().neg(),
-            None => Num::parse(text, 10).unwrap(),
-        }
-    }
 
     fn run(name: &str, args: &[&str], scale: u64) -> String {
         let args: Vec<Num> = args.iter().map(|a| num(a)).collect();

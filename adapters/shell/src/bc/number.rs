@@ -434,10 +434,11 @@ impl Ord for Num {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn num(text: &str) -> Num {
+    /// A number from decimal text with an optional `-` (bc's tests and mathlib's).
+    pub(in crate::bc) fn num(text: &str) -> Num {
         match text.strip_prefix('-') {
             Some(rest) => Num::parse(rest, 10).unwrap().neg(),
             None => Num::parse(text, 10).unwrap(),

