@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use common::ms;
 
+use runbox::engine::ProgramCompiler;
 use runbox::manifest::Manifest;
 use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::plugin::artifact::{Cache, Progress};
-use runbox::plugin::engine::ProgramCompiler;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

@@ -427,7 +427,7 @@ mod tests {
         RunOutcome {
             status,
             exit_code: code,
-            output: crate::sandbox::output::CapturedOutput {
+            output: crate::budget::output::CapturedOutput {
                 stdout: stdout.into(),
                 stderr: stderr.into(),
                 ..Default::default()

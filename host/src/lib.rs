@@ -6,8 +6,11 @@
 //! program's WASI context) → [`sandbox`]'s `process` host (spawning tools) →
 //! [`plugin`] (how plugins are fetched, componentized, compiled, prepared).
 
-pub mod admission;
+pub mod adapters;
+pub mod budget;
+pub mod componentize;
 pub mod conformance;
+pub mod engine;
 pub mod files;
 pub mod limits;
 pub mod manifest;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::sandbox::disk::{DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
+use crate::budget::disk::{DEFAULT_SCRATCH_BYTES, DEFAULT_SCRATCH_FILES};
 
 /// The most a client without MCP tasks may ask for. The TypeScript SDK (and clients
 /// built on it) give up on a request after 60 s: a run at this limit, plus a compile on

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::budget::memory::Held;
+use crate::budget::output::CapturedOutput;
 use crate::files::OutputFile;
-use crate::sandbox::memory::Held;
-use crate::sandbox::output::CapturedOutput;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -119,7 +119,7 @@ mod tests {
             build_time: Duration::ZERO,
             output: CapturedOutput {
                 stdout: vec![b'x'; 1 << 20],
-                segments: vec![(crate::sandbox::output::Channel::Stdout, 1 << 20)],
+                segments: vec![(crate::budget::output::Channel::Stdout, 1 << 20)],
                 ..CapturedOutput::default()
             },
             files: Vec::new(),

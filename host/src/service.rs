@@ -47,16 +47,16 @@ impl From<crate::files::FileError> for CallError {
     }
 }
 
-use crate::admission::{
-    default_server_memory, raise_descriptor_limit, Admission, DEFAULT_MAX_QUEUED,
-};
+use crate::engine::{ProgramCompiler, SandboxEngine};
 use crate::manifest::Manifest;
 use crate::outcome::RunOutcome;
 use crate::plugin::artifact::{Cache, Progress};
-use crate::plugin::engine::{ProgramCompiler, SandboxEngine};
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::plugin::{LoadedPlugin, PluginError};
 use crate::replica::Replica;
+use crate::run::admission::{
+    default_server_memory, raise_descriptor_limit, Admission, DEFAULT_MAX_QUEUED,
+};
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
@@ -169,7 +169,7 @@ pub enum StartError {
     #[error(transparent)]
     Plugin(#[from] PluginError),
     #[error(transparent)]
-    Engine(#[from] crate::plugin::engine::EngineError),
+    Engine(#[from] crate::engine::EngineError),
     #[error("cannot set up the sandbox linker: {0:#}")]
     Linker(anyhow::Error),
     #[error("unknown runtime `{name}` in the runtime selection; plugins file has: {}", valid.join(", "))]
@@ -431,7 +431,7 @@ impl Runbox {
     }
 
     /// The memory budget every run, waiting call and kept result draws from.
-    pub fn server_memory(&self) -> crate::sandbox::memory::MemoryBudget {
+    pub fn server_memory(&self) -> crate::budget::memory::MemoryBudget {
         self.runner.admission.memory().clone()
     }
 

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use runbox::admission::DEFAULT_MAX_QUEUED;
 use runbox::mcp::access::{self, HttpAccess};
 use runbox::mcp::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
 use runbox::mcp::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
@@ -23,6 +22,7 @@ use runbox::mcp::tasks::{
 };
 use runbox::mcp::Transport;
 use runbox::replica::Replica;
+use runbox::run::admission::DEFAULT_MAX_QUEUED;
 use runbox::service::{
     LimitSettings, RunboxOptions, DEFAULT_HIBERNATE_AFTER, DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE,

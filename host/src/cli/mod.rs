@@ -15,9 +15,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use runbox::engine::ProgramCompiler;
 use runbox::manifest::Manifest;
 use runbox::plugin::artifact::{Cache, Progress};
-use runbox::plugin::engine::ProgramCompiler;
 use runbox::service::{Runbox, RunboxOptions, StartError};
 
 use plugins::PluginsCommand;

@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use runbox::conformance::check_plugin;
+use runbox::engine::{ProgramCompiler, SandboxEngine};
 use runbox::plugin::cache_state;
-use runbox::plugin::engine::{ProgramCompiler, SandboxEngine};
 use runbox::service::RunboxOptions;
 
 use super::GlobalArgs;

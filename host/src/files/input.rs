@@ -156,7 +156,7 @@ mod tests {
             .map(|(p, c, e)| {
                 Ok((
                     p.to_string(),
-                    crate::mcp::wire::decode(p, c.to_string(), *e)?,
+                    crate::files::wire::decode(p, c.to_string(), *e)?,
                 ))
             })
             .collect::<Result<Vec<_>, FileError>>()?;

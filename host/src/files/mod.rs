@@ -4,11 +4,12 @@
 //!
 //! The caps and messages are the contract's (docs/mcp.md, "Files"): [`input`] checks
 //! what comes in, [`output`] collects what goes out, [`mime`] names it. How a file's bytes
-//! travel in a message (base64) is the MCP layer's (`mcp/wire.rs`).
+//! travel in a message (base64) is [`wire`]'s.
 
 mod input;
 mod mime;
 mod output;
+pub mod wire;
 
 pub use input::*;
 pub use mime::*;

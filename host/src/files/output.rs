@@ -8,7 +8,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::{is_text_mime, mime_type, InputDigest, OwnFiles};
-use crate::sandbox::memory::{Held, MemoryBudget};
+use crate::budget::memory::{Held, MemoryBudget};
 
 /// An output file larger than this is listed but not returned.
 pub const MAX_RETURNED_FILE_BYTES: u64 = 8 << 20;

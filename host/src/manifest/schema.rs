@@ -235,12 +235,12 @@ pub struct SnapshotSpec {
 
 impl ToolSpec {
     /// How the tool's module becomes a command component.
-    pub fn recipe(&self) -> crate::plugin::componentize::ToolRecipe {
-        crate::plugin::componentize::ToolRecipe {
+    pub fn recipe(&self) -> crate::componentize::ToolRecipe {
+        crate::componentize::ToolRecipe {
             reactor: self
                 .reactor
                 .as_ref()
-                .map(|r| crate::plugin::componentize::ReactorStart {
+                .map(|r| crate::componentize::ReactorStart {
                     init: r.init.clone(),
                     entry: r.entry.clone(),
                     alloc: r.alloc.clone(),
@@ -248,7 +248,7 @@ impl ToolSpec {
             stubs: self
                 .stub_imports
                 .iter()
-                .filter_map(|(k, v)| crate::plugin::componentize::ImportStub::parse(k, *v))
+                .filter_map(|(k, v)| crate::componentize::ImportStub::parse(k, *v))
                 .collect(),
         }
     }

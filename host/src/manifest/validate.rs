@@ -84,13 +84,8 @@ fn required_fields(spec: &PluginSpec) -> Result<(), FieldError> {
 
 fn adapter(adapter: &mut AdapterSpec, base_dir: &Path) -> Result<(), FieldError> {
     match adapter {
-        AdapterSpec::Builtin(a)
-            if !crate::plugin::adapters::BUILTIN.iter().any(|(n, _)| n == a) =>
-        {
-            let known: Vec<_> = crate::plugin::adapters::BUILTIN
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
+        AdapterSpec::Builtin(a) if !crate::adapters::BUILTIN.iter().any(|(n, _)| n == a) => {
+            let known: Vec<_> = crate::adapters::BUILTIN.iter().map(|(n, _)| *n).collect();
             Err(refuse(
                 "adapter",
                 format!(
@@ -140,7 +135,7 @@ fn tools(spec: &mut PluginSpec, base_dir: &Path) -> Result<(), FieldError> {
 /// A tool's stubbed imports and its reactor settings.
 fn tool_recipe(tool: &ToolSpec) -> Result<(), FieldError> {
     for key in tool.stub_imports.keys() {
-        if crate::plugin::componentize::ImportStub::parse(key, 0).is_none() {
+        if crate::componentize::ImportStub::parse(key, 0).is_none() {
             return Err(refuse(
                 "stub-imports",
                 format!("`{key}` is not `module.name`, e.g. \"host.call\""),

@@ -248,8 +248,8 @@ fn input_file(
     let path = fields.required_string("path").map_err(invalid)?;
     let content = fields.required_string("content").map_err(invalid)?;
     let encoding = fields.string("encoding").map_err(invalid)?;
-    let bytes =
-        super::wire::decode(&path, content, encoding.as_deref()).map_err(|e| e.to_string())?;
+    let bytes = crate::files::wire::decode(&path, content, encoding.as_deref())
+        .map_err(|e| e.to_string())?;
     Ok((path, bytes))
 }
 

@@ -17,11 +17,11 @@ use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use super::retained::{self, Item, Retained};
 use super::schema::{FileOutput, RunCodeOutput};
 use super::shown::{shown, MIN_SHOWN_BYTES};
-use super::wire::encode_base64;
+use crate::budget::memory::Held;
+use crate::budget::output::CapturedOutput;
+use crate::files::wire::encode_base64;
 use crate::files::OutputFile;
 use crate::outcome::RunOutcome;
-use crate::sandbox::memory::Held;
-use crate::sandbox::output::CapturedOutput;
 
 /// An image is inlined up to this size (bytes before base64).
 pub const INLINE_IMAGE_BYTES: u64 = 1 << 20;

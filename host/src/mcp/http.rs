@@ -52,7 +52,7 @@ use super::origin::{self, OriginRules};
 use super::session_ids::replica_session_ids;
 use super::stalled_write::{StalledWriteTimeout, STALLED_WRITE_TIMEOUT};
 use super::RunboxServer;
-use crate::sandbox::memory::Held;
+use crate::budget::memory::Held;
 
 /// The path clients connect to.
 pub const PATH: &str = "/mcp";

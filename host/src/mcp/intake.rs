@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::message_scan::{scan, MessageLimits, ScanError};
-use crate::sandbox::memory::{MemoryBudget, Reservation};
+use crate::budget::memory::{MemoryBudget, Reservation};
 
 /// The largest JSON-RPC message runbox reads, over stdio (one line) or HTTP (one body).
 /// Anything up to this size is parsed (once it passes the scan), so an oversized `code`

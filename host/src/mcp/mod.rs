@@ -28,7 +28,6 @@ pub mod shown;
 pub mod stalled_write;
 pub mod stdio;
 pub mod tasks;
-pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rmcp::model::ResourceContents;
 
-use super::wire::encode_base64;
+use crate::budget::memory::{Held, MemoryBudget, Reservation};
+use crate::budget::output::CapturedOutput;
 use crate::files::has_control_characters;
+use crate::files::wire::encode_base64;
 use crate::replica::{OtherReplica, Replica};
-use crate::sandbox::memory::{Held, MemoryBudget, Reservation};
-use crate::sandbox::output::CapturedOutput;
 
 /// The URI scheme of everything runbox keeps.
 pub const SCHEME: &str = "runbox://";
@@ -382,8 +382,8 @@ mod tests {
             stdout: b"out\n".to_vec(),
             stderr: b"err\0\n".to_vec(),
             segments: vec![
-                (crate::sandbox::output::Channel::Stdout, 4),
-                (crate::sandbox::output::Channel::Stderr, 5),
+                (crate::budget::output::Channel::Stdout, 4),
+                (crate::budget::output::Channel::Stderr, 5),
             ],
             truncated: false,
         };

@@ -31,10 +31,10 @@ use super::retained::{ReadError, Retained};
 use super::schema::{self, CloseSessionOutput, CreateSessionOutput, Limits, ListRuntimesOutput};
 use super::settings::ServerSettings;
 use super::tasks::Tasks;
+use crate::budget::memory::Held;
 use crate::files::ReturnCaps;
 use crate::outcome::RunStatus;
 use crate::run::RunWatch;
-use crate::sandbox::memory::Held;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 use tokio_util::sync::CancellationToken;
 
@@ -139,7 +139,7 @@ impl RunboxServer {
     }
 
     /// The memory budget every run, call and kept result draws from.
-    pub fn server_memory(&self) -> crate::sandbox::memory::MemoryBudget {
+    pub fn server_memory(&self) -> crate::budget::memory::MemoryBudget {
         self.runbox.server_memory()
     }
 

@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::disk::DiskBudget;
+use crate::budget::memory::MemoryBudget;
+use crate::budget::output::OutputCapture;
+use crate::engine::SandboxEngine;
 use crate::manifest::{DerivedSpec, PluginSpec};
-use crate::plugin::engine::SandboxEngine;
 use crate::sandbox::clock::{self, CallClock};
-use crate::sandbox::disk::DiskBudget;
-use crate::sandbox::memory::MemoryBudget;
-use crate::sandbox::output::OutputCapture;
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::{Mount, Sandbox, Tool};
 

@@ -6,15 +6,10 @@
 //! runbox's own guest components are [`adapters`]. This module loads one: its component,
 //! its tools and its read-only mounts, ready to instantiate per run.
 
-pub mod adapters;
 pub mod artifact;
-pub mod compiled_cache;
-pub mod componentize;
 pub mod derived;
-pub mod engine;
 pub mod packages;
 pub mod preparation;
-pub mod snapshot;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,14 +19,12 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{InstancePre, Linker};
 use wasmtime_wasi::p2::bindings::CommandPre;
 
+use crate::componentize::snapshot::{take_snapshot, Preopen, SnapshotPlan};
+use crate::componentize::{binary_kind, componentize_tool, transform_fingerprint, BinaryKind};
+use crate::engine::compiled_cache::CompiledKind;
+use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
 use crate::plugin::artifact::{ArtifactError, Cache, Progress};
-use crate::plugin::compiled_cache::CompiledKind;
-use crate::plugin::componentize::{
-    binary_kind, componentize_tool, transform_fingerprint, BinaryKind,
-};
-use crate::plugin::engine::{EngineError, SandboxEngine};
-use crate::plugin::snapshot::{take_snapshot, Preopen, SnapshotPlan};
 use crate::sandbox::store::StoreState;
 use crate::sandbox::{Mount, Tool};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
@@ -155,7 +148,7 @@ pub fn load_plugin_telling(
     };
 
     let component_bytes: Vec<u8> = match &spec.adapter {
-        AdapterSpec::Builtin(name) => crate::plugin::adapters::BUILTIN
+        AdapterSpec::Builtin(name) => crate::adapters::BUILTIN
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, b)| b.to_vec())
@@ -245,7 +238,7 @@ pub fn load_plugin_telling(
         // A snapshot's start-up and the snapshot are compiled by one engine, which
         // compiles their shared functions once.
         let compiler = match snapshot {
-            Some(_) => crate::plugin::engine::snapshot_compiler()?,
+            Some(_) => crate::engine::snapshot_compiler()?,
             None => engine.engine().clone(),
         };
         let component =

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
 use crate::plugin::artifact::{Cache, Progress};
-use crate::plugin::engine::SandboxEngine;
 use crate::plugin::{load_plugin_telling, LoadedPlugin, PluginError};
 use crate::sandbox::store::StoreState;
 

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use super::instance::PluginReturn;
+use crate::budget::output::{CapturedOutput, OutputLimitExceeded};
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::sandbox::output::{CapturedOutput, OutputLimitExceeded};
 use crate::sandbox::program::CompileLimitExceeded;
 use crate::sandbox::Sandbox;
 

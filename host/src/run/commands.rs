@@ -9,9 +9,9 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::instance::PluginInstance;
+use crate::budget::disk::DiskBudget;
 use crate::plugin::preparation::PluginSlot;
 use crate::sandbox::commands::{captured, CommandFuture, CommandHost, Invocation};
-use crate::sandbox::disk::DiskBudget;
 use crate::sandbox::Sandbox;
 
 /// Every command name with the runtime that answers to it.

@@ -6,6 +6,7 @@
 //! ([`instance`]) → its `process.spawn` calls (`sandbox/process.rs`) →
 //! [`classify::classify`] turns how it ended into the outcome.
 
+pub mod admission;
 pub mod call;
 pub mod classify;
 pub mod commands;
@@ -22,17 +23,17 @@ use tracing::Instrument;
 
 pub use request::{RunError, RunRequest, RunWatch};
 
-use crate::admission::{Admission, Ticket};
+use crate::budget::disk::DiskBudget;
+use crate::budget::memory::MemoryBudget;
+use crate::budget::output::OutputCapture;
+use crate::engine::SandboxEngine;
 use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::{LimitSettings, RunLimits};
 use crate::manifest::PluginSpec;
 use crate::metrics::RunMetrics;
 use crate::outcome::{RunOutcome, RunStatus};
-use crate::plugin::engine::SandboxEngine;
 use crate::plugin::LoadedPlugin;
-use crate::sandbox::disk::DiskBudget;
-use crate::sandbox::memory::MemoryBudget;
-use crate::sandbox::output::OutputCapture;
+use crate::run::admission::{Admission, Ticket};
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::Sandbox;
 use crate::scratch::ScratchRoot;
@@ -69,7 +70,7 @@ impl Runner {
         plugin: &LoadedPlugin,
         memory_bytes: usize,
         scratch: PathBuf,
-        journal: Option<crate::session::Journal>,
+        journal: Option<crate::sandbox::journal::Journal>,
     ) -> Arc<Sandbox> {
         Arc::new(Sandbox {
             engine: self.engine.clone(),

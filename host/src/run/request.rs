@@ -2,10 +2,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::admission::Busy;
+use crate::budget::output::OutputCapture;
 use crate::files::{FileError, ReturnCaps};
 use crate::limits::{LimitOverrides, ZeroTimeout};
-use crate::sandbox::output::OutputCapture;
+use crate::run::admission::Busy;
 
 /// One program to run, as a client asks for it.
 #[derive(Debug, Clone, Default)]

@@ -14,10 +14,10 @@ use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::output::{Channel, OutputCapture};
 use super::process::{child as spawned, run_to_end};
 use super::store::{Stdin, StoreState};
 use super::Sandbox;
+use crate::budget::output::{Channel, OutputCapture};
 use crate::wit::runbox::plugin::process::{Command, SpawnError};
 use crate::wit::runbox::plugin::{command_line, commands};
 

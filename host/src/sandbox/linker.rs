@@ -21,7 +21,7 @@ use wasmtime_wasi::{I32Exit, WasiView};
 use super::quota_fs::WasiQuotaFsView;
 use super::replay_clock::WasiReplayClocksView;
 use super::store::StoreState;
-use crate::plugin::componentize::{EXIT_FIELD, EXIT_MODULE};
+use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 
 /// What a plugin component may import: WASI, `process`, `config` and `commands`.
 pub fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {

@@ -3,16 +3,13 @@
 
 pub mod clock;
 pub mod commands;
-pub mod disk;
+pub mod journal;
 pub mod linker;
-pub mod memory;
-pub mod output;
 mod process;
 pub use process::run_tool;
 pub mod program;
 pub mod quota_fs;
 pub mod replay_clock;
-pub mod resident;
 pub mod store;
 pub mod tool_device;
 
@@ -22,10 +19,10 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime_wasi::p2::bindings::CommandPre;
 
-use crate::plugin::engine::SandboxEngine;
-use disk::DiskBudget;
-use memory::MemoryBudget;
-use output::OutputCapture;
+use crate::budget::disk::DiskBudget;
+use crate::budget::memory::MemoryBudget;
+use crate::budget::output::OutputCapture;
+use crate::engine::SandboxEngine;
 use program::ProgramCompiles;
 use store::StoreState;
 
@@ -66,7 +63,7 @@ pub struct Sandbox {
     /// Resources (descriptors, streams, …) each of its stores may hold.
     pub resources_per_store: usize,
     /// A durable session's journal: its stores draw randomness and time through it.
-    pub journal: Option<crate::session::Journal>,
+    pub journal: Option<crate::sandbox::journal::Journal>,
     /// Code mode: the upstream tools this run may call through `/tools/call`.
     pub tool_calls: Option<Arc<crate::upstream::ToolCalls>>,
     /// Without `tool_calls`: an empty directory to show at `/tools` instead (see

@@ -11,9 +11,9 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::I32Exit;
 
 use super::program::load_program;
-use super::resident::{Resident, ResidentInput};
 use super::store::{new_store, ProgramIo, Stdin, StoreState};
 use super::Sandbox;
+use crate::wit::resident::{Resident, ResidentInput};
 use crate::wit::runbox::plugin::{config, process};
 
 use process::{Command, SpawnError};

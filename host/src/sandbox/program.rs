@@ -27,9 +27,9 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 
 use super::store::StoreState;
 use super::Sandbox;
-use crate::plugin::compiled_cache::CompiledKind;
-use crate::plugin::componentize::transform_fingerprint;
-use crate::plugin::engine::{ProgramCompiler, SandboxEngine};
+use crate::componentize::transform_fingerprint;
+use crate::engine::compiled_cache::CompiledKind;
+use crate::engine::{ProgramCompiler, SandboxEngine};
 
 /// Produced programs larger than this are refused. A C++ program using much of the
 /// standard library is a few MB; 32 MiB leaves room for big static tables.
@@ -324,7 +324,7 @@ fn set_limit(resource: RlimitResource, value: u64) -> std::io::Result<()> {
 /// `compiler` and writes the result to `output`. Exits [`EXIT_INVALID_PROGRAM`] for input
 /// that is not a program.
 pub fn compile_program_child(compiler: ProgramCompiler, output: &Path) -> i32 {
-    use crate::plugin::componentize::{binary_kind, componentize, BinaryKind};
+    use crate::componentize::{binary_kind, componentize, BinaryKind};
     let mut bytes = Vec::new();
     if let Err(e) = std::io::Read::read_to_end(
         &mut std::io::Read::take(std::io::stdin(), MAX_PROGRAM_BYTES + 1),
@@ -347,7 +347,7 @@ pub fn compile_program_child(compiler: ProgramCompiler, output: &Path) -> i32 {
             return EXIT_INVALID_PROGRAM;
         }
     };
-    let engine = match wasmtime::Engine::new(&crate::plugin::engine::program_config(compiler)) {
+    let engine = match wasmtime::Engine::new(&crate::engine::program_config(compiler)) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("cannot configure wasmtime: {e}");

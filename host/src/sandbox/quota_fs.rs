@@ -31,10 +31,10 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::{FsError, FsResult, InputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream, StreamResult};
 
-use super::disk::{
+use super::tool_device::{DeviceInput, DeviceOutput, StoreDevices};
+use crate::budget::disk::{
     DiskBudget, DiskFull, Extension, FileKey, ObjectCharge, OpenFile, DIRECTORY_BYTES,
 };
-use super::tool_device::{DeviceInput, DeviceOutput, StoreDevices};
 
 /// One store's side of the run's disk budget: the budget, and the files this store's
 /// descriptors have open (by descriptor handle).

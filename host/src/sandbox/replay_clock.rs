@@ -3,7 +3,7 @@
 //! interpreter, see `session/durable.rs`), a program's sleeps end at once.
 //!
 //! A replayed call reads the clocks it read the first time from the journal
-//! (`session/journal.rs`), so a program that slept 4 s still sees 4 s pass; waiting them
+//! (`sandbox/journal.rs`), so a program that slept 4 s still sees 4 s pass; waiting them
 //! out again would change nothing but how long the rebuild takes. Once a replay diverges
 //! (asks for what was not kept), sleeps are real again.
 
@@ -12,7 +12,7 @@ use wasmtime_wasi::clocks::WasiClocksCtxView;
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock::{self, Duration, Instant};
 use wasmtime_wasi::p2::DynPollable;
 
-use crate::session::Journal;
+use crate::sandbox::journal::Journal;
 
 /// The clocks of one store, with the session's journal when it has one.
 pub struct ReplayClocks<'a> {

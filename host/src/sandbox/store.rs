@@ -8,13 +8,13 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::memory::StoreMemoryLimiter;
-use super::output::Channel;
 use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
 use super::replay_clock::{ReplayClocks, WasiReplayClocksView};
-use super::resident::ResidentInput;
 use super::tool_device::{DeviceContext, StoreDevices};
 use super::Sandbox;
+use crate::budget::memory::StoreMemoryLimiter;
+use crate::budget::output::Channel;
+use crate::wit::resident::ResidentInput;
 
 /// One program's standard streams and arguments.
 #[derive(Clone, Default)]
@@ -132,7 +132,7 @@ pub fn new_store(
     }
     // Code mode: the tools programs may call, and the device to call them through; an
     // empty `/tools` without them. Always after the mounts, as a snapshot saw it
-    // (`plugin/snapshot.rs`: the preopens a snapshot's libc found are all it knows).
+    // (`componentize/snapshot.rs`: the preopens a snapshot's libc found are all it knows).
     let devices = match &run.tool_calls {
         Some(calls) => {
             let dir = calls.dir();

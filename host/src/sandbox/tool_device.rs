@@ -18,8 +18,8 @@ use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi_io::streams::StreamResult;
 
 use super::clock;
-use super::memory::{MemoryBudget, Reservation};
-use crate::session::Journal;
+use crate::budget::memory::{MemoryBudget, Reservation};
+use crate::sandbox::journal::Journal;
 use crate::upstream::answer::{Answer, Failure};
 use crate::upstream::gateway::DEVICE_NAME;
 use crate::upstream::ToolCalls;

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::journal::MAX_DRAWS_BYTES;
 use super::store::now_ms;
 use super::stored::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
 use super::Session;
@@ -28,6 +27,7 @@ use crate::limits::RunLimits;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
 use crate::run::{RunError, RunRequest, Runner};
+use crate::sandbox::journal::MAX_DRAWS_BYTES;
 
 /// The most a session's history may hold in memory: its calls' requests, what they drew,
 /// and the files when it starts. Past it the session's interpreter state is not kept (it
@@ -404,7 +404,7 @@ fn charge_restored(session: &Session, files: &[StoredFile]) -> Result<(), RunErr
         let bytes = file
             .contents
             .as_ref()
-            .map_or(crate::sandbox::disk::DIRECTORY_BYTES, |c| c.len() as u64);
+            .map_or(crate::budget::disk::DIRECTORY_BYTES, |c| c.len() as u64);
         disk.charge_object(bytes).map_err(|_| over())?.created(None);
     }
     Ok(())

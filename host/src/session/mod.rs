@@ -14,7 +14,6 @@
 //! keeps what it takes to rebuild it elsewhere, `store.rs` where it is kept.
 
 mod durable;
-mod journal;
 mod registry;
 pub mod store;
 pub mod stored;
@@ -25,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use journal::Journal;
+pub use crate::sandbox::journal::Journal;
 pub use registry::{Durability, SessionError, Sessions};
 
 use crate::limits::RunLimits;
@@ -163,7 +162,7 @@ impl Session {
         request: RunRequest,
         limits: RunLimits,
         cancel: CancellationToken,
-        replay: Option<journal::Draws>,
+        replay: Option<crate::sandbox::journal::Draws>,
     ) -> Result<RunOutcome, RunError> {
         let _busy = Busy::new(self);
         if let Some(watch) = &request.watch {

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use super::store::{SessionStore, StoreError, Taken};
 use super::stored::StoredSession;
 use super::Session;
+use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
 use crate::run::Runner;
-use crate::sandbox::memory::{Held, MemoryBudget};
 
 /// How many ended ids are remembered, to say why a call for one is refused.
 const REMEMBERED_ENDINGS: usize = 4096;

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::journal::Draws;
+use crate::sandbox::journal::Draws;
 
 /// The first bytes of every entry; the last byte is the format's version.
 const MAGIC: &[u8; 8] = b"RBXSESS\x02";
@@ -261,7 +261,7 @@ mod tests {
                     random: vec![1, 2, 3],
                     wall: vec![4],
                     monotonic: vec![5],
-                    tools: vec![crate::session::journal::ToolDraw {
+                    tools: vec![crate::sandbox::journal::ToolDraw {
                         request: b"{}".to_vec(),
                         answer: b"{\"ok\":true}".to_vec(),
                     }],

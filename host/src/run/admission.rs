@@ -4,7 +4,7 @@
 //! A call is *admitted* before it waits for a run slot: it reserves its payload (code,
 //! stdin, files) and its output buffers in the server's [`MemoryBudget`], and takes a
 //! place in the queue. Every store of every run also draws its linear memory and tables
-//! from that budget (see `sandbox/memory.rs`). A call that does not fit, or finds the
+//! from that budget (see `budget/memory.rs`). A call that does not fit, or finds the
 //! queue full, is refused at once with [`Busy`]: never an unbounded wait or an OOM kill.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::memory::{Held, MemoryBudget, Reservation};
+use crate::budget::memory::{Held, MemoryBudget, Reservation};
 
 /// Calls that may wait for a run slot, by default.
 pub const DEFAULT_MAX_QUEUED: usize = 64;

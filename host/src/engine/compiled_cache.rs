@@ -12,7 +12,7 @@
 //! One directory per kind, so a plugin that happens to be named `program` can never
 //! collide with, or be pruned as, a produced program. A key is the sha256 of everything
 //! that decides the compiled bytes: the input's own hash, the code that transforms it
-//! (see [`crate::plugin::componentize::transform_fingerprint`]) and the engine's compatibility
+//! (see [`crate::componentize::transform_fingerprint`]) and the engine's compatibility
 //! hash.
 //!
 //! # Trust

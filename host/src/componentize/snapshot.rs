@@ -23,7 +23,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::plugin::componentize::{ImportStub, ReactorStart};
+use crate::componentize::{ImportStub, ReactorStart};
 
 /// The longest a snapshot's start-up may run: a hang in it must not hang the server.
 pub const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -117,8 +117,7 @@ pub fn take_snapshot(
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
-    let ticks =
-        (SNAPSHOT_TIMEOUT.as_millis() / crate::plugin::engine::EPOCH_TICK.as_millis()) as u64;
+    let ticks = (SNAPSHOT_TIMEOUT.as_millis() / crate::engine::EPOCH_TICK.as_millis()) as u64;
     store.set_epoch_deadline(ticks);
     let ticker = Ticker::start(engine.clone());
 
@@ -216,7 +215,7 @@ impl Ticker {
         let stopped = stop.clone();
         std::thread::spawn(move || {
             while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(crate::plugin::engine::EPOCH_TICK);
+                std::thread::sleep(crate::engine::EPOCH_TICK);
                 engine.increment_epoch();
             }
         });
@@ -233,7 +232,7 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::componentize::reactor::tests::exit_code_of_command;
+    use crate::componentize::reactor::tests::exit_code_of_command;
 
     /// A reactor whose `turn` stores the first byte of its program in a global that the
     /// entry point later reports: the snapshot keeps what the snapshot program did.
@@ -255,7 +254,7 @@ mod tests {
             (global.get $seen)))"#;
 
     fn compiler() -> Engine {
-        crate::plugin::engine::snapshot_compiler().unwrap()
+        crate::engine::snapshot_compiler().unwrap()
     }
 
     /// The test reactor's convention: `turn` after `alloc`, no init.
@@ -287,7 +286,7 @@ mod tests {
         let snapshot = take_snapshot(&module, &star_plan(&start, &stubs), &compiler()).unwrap();
         // Started as a command, the snapshot's `turn` returns the byte it kept: `*` = 42.
         let command =
-            crate::plugin::componentize::reactor::command_from_reactor(&snapshot, &start).unwrap();
+            crate::componentize::reactor::command_from_reactor(&snapshot, &start).unwrap();
         let code = exit_code_of_command(&command, &["tool", "x"], |linker| {
             linker
                 .func_wrap("host", "call", || -> i32 {

@@ -6,6 +6,8 @@
 //! child process under the run's limits: see `sandbox/program.rs`). Both enable only the
 //! WebAssembly proposals the default plugins need.
 
+pub mod compiled_cache;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -15,7 +17,7 @@ use wasmtime::component::Component;
 use wasmtime::error::Context as _;
 use wasmtime::{Config, Engine, OptLevel, Strategy};
 
-use crate::plugin::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
+use crate::engine::compiled_cache::{CacheTrustError, CompiledCache, CompiledKind};
 
 /// How often the epoch advances. A running guest yields to the executor on every tick
 /// and checks its deadline, so this is also the timeout's granularity.

@@ -3,6 +3,8 @@
 //! and `command` besides), whose exports plugins may have and whose `process` and
 //! `commands` interfaces the host implements (`sandbox/process.rs`, `sandbox/commands.rs`).
 
+pub mod resident;
+
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "command-plugin",
@@ -16,6 +18,6 @@ wasmtime::component::bindgen!({
     },
     exports: { default: async },
     with: {
-        "runbox:plugin/process.resident": crate::sandbox::resident::Resident,
+        "runbox:plugin/process.resident": crate::wit::resident::Resident,
     },
 });

@@ -12,6 +12,7 @@
 //! ([`stubs`]). plugins.toml says which ([`ToolRecipe`]).
 
 pub mod reactor;
+pub mod snapshot;
 pub mod stubs;
 
 pub use reactor::ReactorStart;
@@ -24,7 +25,7 @@ use wit_component::{ComponentEncoder, StringEncoding};
 use wit_parser::Resolve;
 
 /// The WIT package, for the `tool` world's metadata.
-const WIT: &str = include_str!("../../../../wit/runbox.wit");
+const WIT: &str = include_str!("../../../wit/runbox.wit");
 /// The core module and field the host's exit hook is imported under.
 pub const EXIT_MODULE: &str = "runbox:plugin/exit@0.2.0";
 pub const EXIT_FIELD: &str = "exit";
@@ -48,7 +49,7 @@ pub fn transform_fingerprint() -> &'static str {
             without_tests(include_str!("reactor.rs")).as_bytes(),
             without_tests(include_str!("stubs.rs")).as_bytes(),
             // A snapshot is part of a reactor tool's component.
-            without_tests(include_str!("../snapshot.rs")).as_bytes(),
+            without_tests(include_str!("snapshot.rs")).as_bytes(),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part);

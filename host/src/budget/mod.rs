@@ -1,0 +1,7 @@
+//! What a run may use, counted as it goes: memory (the server's and each run's), the
+//! scratch directory's bytes and files, and captured output. The lowest layer: every
+//! other part charges these, and they know nothing of runs, sandboxes or plugins.
+
+pub mod disk;
+pub mod memory;
+pub mod output;
