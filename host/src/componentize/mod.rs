@@ -11,10 +11,12 @@
 //! ([`reactor`]), and imports the host has nothing behind are answered by stubs
 //! ([`stubs`]). plugins.toml says which ([`ToolRecipe`]).
 
+mod error;
 pub mod reactor;
 pub mod snapshot;
 pub mod stubs;
 
+pub use error::ComponentizeError;
 pub use reactor::ReactorStart;
 pub use stubs::ImportStub;
 
@@ -65,18 +67,6 @@ fn without_tests(source: &str) -> &str {
         .map_or(source, |end| &source[..end])
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ComponentizeError {
-    #[error("not a WebAssembly module: {0}")]
-    Parse(#[from] wasmparser::BinaryReaderError),
-    #[error("cannot re-encode the module's imports: {0}")]
-    Reencode(String),
-    #[error("cannot turn the module into a component: {0:#}")]
-    Encode(anyhow::Error),
-    #[error("cannot start the module as a command: {0}")]
-    Reactor(String),
-}
-
 /// What a tool needs besides componentizing (plugins.toml's `reactor` and `stub-imports`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolRecipe {
@@ -87,6 +77,22 @@ pub struct ToolRecipe {
 }
 
 impl ToolRecipe {
+    /// How `tool`'s module becomes a command component.
+    pub fn for_tool(tool: &crate::manifest::ToolSpec) -> Self {
+        ToolRecipe {
+            reactor: tool.reactor.as_ref().map(|r| ReactorStart {
+                init: r.init.clone(),
+                entry: r.entry.clone(),
+                alloc: r.alloc.clone(),
+            }),
+            stubs: tool
+                .stub_imports
+                .iter()
+                .filter_map(|(k, v)| ImportStub::parse(k, *v))
+                .collect(),
+        }
+    }
+
     /// Whether the module is componentized as it is.
     pub fn is_plain(&self) -> bool {
         self.reactor.is_none() && self.stubs.is_empty()

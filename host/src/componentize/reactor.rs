@@ -22,7 +22,7 @@ use wasm_encoder::{
 };
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
 
-use super::ComponentizeError;
+use super::error::ComponentizeError;
 
 /// How a reactor is started (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,8 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::componentize::{ImportStub, ReactorStart};
+use super::reactor::ReactorStart;
+use super::stubs::ImportStub;
 
 /// The longest a snapshot's start-up may run: a hang in it must not hang the server.
 pub const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);

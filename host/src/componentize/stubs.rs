@@ -15,7 +15,7 @@ use wasm_encoder::{
 };
 use wasmparser::{Parser, Payload, TypeRef};
 
-use super::ComponentizeError;
+use super::error::ComponentizeError;
 
 /// One stubbed import: `module.name`, answering `value` (converted to its result type).
 #[derive(Debug, Clone, PartialEq)]
@@ -28,8 +28,8 @@ pub struct ImportStub {
 impl ImportStub {
     /// Parses `"module.name"` (the module may not contain a dot; the name may).
     pub fn parse(key: &str, value: i64) -> Option<ImportStub> {
-        let (module, name) = key.split_once('.')?;
-        (!module.is_empty() && !name.is_empty()).then(|| ImportStub {
+        let (module, name) = crate::manifest::stub_import_parts(key)?;
+        Some(ImportStub {
             module: module.to_string(),
             name: name.to_string(),
             value,

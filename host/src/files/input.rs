@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::OwnFiles;
+use super::own::OwnFiles;
 
 /// Input files one run may bring.
 pub const MAX_INPUT_FILES: usize = 100;
@@ -150,22 +150,6 @@ pub fn check_inputs(
 mod tests {
     use super::*;
 
-    fn inputs(files: &[(&str, &str, Option<&str>)]) -> Result<Vec<InputFile>, FileError> {
-        let decoded = files
-            .iter()
-            .map(|(p, c, e)| {
-                Ok((
-                    p.to_string(),
-                    crate::files::wire::decode(p, c.to_string(), *e)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, FileError>>()?;
-        check_inputs(
-            decoded,
-            &OwnFiles::new(["main.py".to_string(), ".cache/".to_string()]),
-        )
-    }
-
     #[test]
     fn paths() {
         assert_eq!(normalize_path("data.csv").unwrap(), "data.csv");
@@ -177,29 +161,6 @@ mod tests {
         }
         assert!(normalize_path(&"x".repeat(256)).is_err());
         assert!(normalize_path(&"x/".repeat(600)).is_err());
-    }
-
-    #[test]
-    fn inputs_are_decoded_and_checked() {
-        let ok = inputs(&[
-            ("a.txt", "hi", None),
-            ("/b/c.bin", "AAEC/w==", Some("base64")),
-            ("d.bin", "AAEC/w", Some("base64")),
-        ])
-        .unwrap();
-        assert_eq!(ok[0].contents, b"hi");
-        assert_eq!(ok[1].path, "b/c.bin");
-        assert_eq!(ok[1].contents, [0, 1, 2, 255]);
-        assert_eq!(ok[2].contents, [0, 1, 2, 255]);
-
-        let err = |files: &[(&str, &str, Option<&str>)]| inputs(files).unwrap_err().to_string();
-        assert!(err(&[("../x", "", None)]).contains("file `../x`"));
-        assert!(err(&[("x", "", Some("latin-1"))]).contains("encoding `latin-1`"));
-        assert!(err(&[("x", "%%%", Some("base64"))]).contains("not valid base64"));
-        assert!(err(&[("x", "", None), ("/x", "", None)]).contains("given twice"));
-        assert!(err(&[("a", "", None), ("a/b", "", None)]).contains("cannot be inside"));
-        assert!(err(&[("main.py", "", None)]).contains("its own use"));
-        assert!(err(&[(".cache/x", "", None)]).contains("its own use"));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{is_text_mime, mime_type, InputDigest, OwnFiles};
+use super::input::InputDigest;
+use super::mime::{is_text_mime, mime_type};
+use super::own::OwnFiles;
 use crate::budget::memory::{Held, MemoryBudget};
 
 /// An output file larger than this is listed but not returned.
@@ -232,10 +234,21 @@ fn read_capped(path: &Path, size: u64) -> Option<Vec<u8>> {
     (bytes.len() as u64 <= size).then_some(bytes)
 }
 
+/// A file name as text shows it (a result's text, the terminal): quoted and escaped when
+/// it holds anything but printable characters and spaces, so a name can neither start a
+/// line of its own nor carry a terminal's control sequences.
+pub fn escaped_name(name: &str) -> String {
+    if name.chars().all(|c| !c.is_control()) && !name.contains('"') {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.escape_debug())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::InputFile;
+    use crate::files::input::InputFile;
 
     #[test]
     fn outputs_are_new_or_changed_files_but_not_the_runtimes_own() {

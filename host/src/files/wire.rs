@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 
-use crate::files::FileError;
+use super::input::FileError;
 
 /// How an input file's `content` is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,4 +59,45 @@ fn decode_base64(content: &str) -> Result<Vec<u8>, String> {
 /// Standard base64 with padding, for returned files.
 pub fn encode_base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::input::{check_inputs, InputFile};
+    use crate::files::own::OwnFiles;
+
+    fn inputs(files: &[(&str, &str, Option<&str>)]) -> Result<Vec<InputFile>, FileError> {
+        let decoded = files
+            .iter()
+            .map(|(p, c, e)| Ok((p.to_string(), decode(p, c.to_string(), *e)?)))
+            .collect::<Result<Vec<_>, FileError>>()?;
+        check_inputs(
+            decoded,
+            &OwnFiles::new(["main.py".to_string(), ".cache/".to_string()]),
+        )
+    }
+
+    #[test]
+    fn inputs_are_decoded_and_checked() {
+        let ok = inputs(&[
+            ("a.txt", "hi", None),
+            ("/b/c.bin", "AAEC/w==", Some("base64")),
+            ("d.bin", "AAEC/w", Some("base64")),
+        ])
+        .unwrap();
+        assert_eq!(ok[0].contents, b"hi");
+        assert_eq!(ok[1].path, "b/c.bin");
+        assert_eq!(ok[1].contents, [0, 1, 2, 255]);
+        assert_eq!(ok[2].contents, [0, 1, 2, 255]);
+
+        let err = |files: &[(&str, &str, Option<&str>)]| inputs(files).unwrap_err().to_string();
+        assert!(err(&[("../x", "", None)]).contains("file `../x`"));
+        assert!(err(&[("x", "", Some("latin-1"))]).contains("encoding `latin-1`"));
+        assert!(err(&[("x", "%%%", Some("base64"))]).contains("not valid base64"));
+        assert!(err(&[("x", "", None), ("/x", "", None)]).contains("given twice"));
+        assert!(err(&[("a", "", None), ("a/b", "", None)]).contains("cannot be inside"));
+        assert!(err(&[("main.py", "", None)]).contains("its own use"));
+        assert!(err(&[(".cache/x", "", None)]).contains("its own use"));
+    }
 }

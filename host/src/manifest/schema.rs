@@ -233,25 +233,11 @@ pub struct SnapshotSpec {
     pub env: Vec<String>,
 }
 
-impl ToolSpec {
-    /// How the tool's module becomes a command component.
-    pub fn recipe(&self) -> crate::componentize::ToolRecipe {
-        crate::componentize::ToolRecipe {
-            reactor: self
-                .reactor
-                .as_ref()
-                .map(|r| crate::componentize::ReactorStart {
-                    init: r.init.clone(),
-                    entry: r.entry.clone(),
-                    alloc: r.alloc.clone(),
-                }),
-            stubs: self
-                .stub_imports
-                .iter()
-                .filter_map(|(k, v)| crate::componentize::ImportStub::parse(k, *v))
-                .collect(),
-        }
-    }
+/// A `stub-imports` key's two parts, `module.name` (the module may not contain a dot;
+/// the name may): `None` when either is empty.
+pub fn stub_import_parts(key: &str) -> Option<(&str, &str)> {
+    let (module, name) = key.split_once('.')?;
+    (!module.is_empty() && !name.is_empty()).then_some((module, name))
 }
 
 /// Where a file comes from, pinned by sha256.

@@ -135,7 +135,7 @@ fn tools(spec: &mut PluginSpec, base_dir: &Path) -> Result<(), FieldError> {
 /// A tool's stubbed imports and its reactor settings.
 fn tool_recipe(tool: &ToolSpec) -> Result<(), FieldError> {
     for key in tool.stub_imports.keys() {
-        if crate::componentize::ImportStub::parse(key, 0).is_none() {
+        if super::schema::stub_import_parts(key).is_none() {
             return Err(refuse(
                 "stub-imports",
                 format!("`{key}` is not `module.name`, e.g. \"host.call\""),

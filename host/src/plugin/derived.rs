@@ -18,12 +18,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::budget::disk::DiskBudget;
 use crate::budget::memory::MemoryBudget;
-use crate::budget::output::OutputCapture;
 use crate::engine::SandboxEngine;
 use crate::manifest::{DerivedSpec, PluginSpec};
 use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::program::ProgramCompiles;
-use crate::sandbox::{Mount, Sandbox, Tool};
+use crate::sandbox::{Mount, Sandbox, SandboxConfig, Tool};
 
 /// How long making derived files may take, and how much memory and disk they may use.
 const DERIVE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -168,7 +167,7 @@ impl Deriver<'_> {
             .filter_map(|e| e.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let sandbox = Arc::new(Sandbox {
+        let sandbox = Sandbox::new(SandboxConfig {
             engine: self.engine.clone(),
             programs: Arc::new(ProgramCompiles {
                 linker: crate::sandbox::linker::tool_linker(self.engine.programs())?,
@@ -179,10 +178,9 @@ impl Deriver<'_> {
             settings: Arc::default(),
             scratch: scratch.to_path_buf(),
             mounts: Arc::new(self.mounts.to_vec()),
-            output: OutputCapture::new(1 << 20),
+            output_bytes: 1 << 20,
             memory: MemoryBudget::new(DERIVE_MEMORY),
             disk: DiskBudget::new(DERIVE_SCRATCH_BYTES, 100_000),
-            new_programs: Default::default(),
             resources_per_store: crate::sandbox::store::MAX_RESOURCES_PER_STORE,
             journal: None,
             tool_calls: None,

@@ -20,7 +20,9 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime_wasi::p2::bindings::CommandPre;
 
 use crate::componentize::snapshot::{take_snapshot, Preopen, SnapshotPlan};
-use crate::componentize::{binary_kind, componentize_tool, transform_fingerprint, BinaryKind};
+use crate::componentize::{
+    binary_kind, componentize_tool, transform_fingerprint, BinaryKind, ToolRecipe,
+};
 use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
@@ -70,7 +72,7 @@ pub struct CacheState {
 /// snapshot's program and the mounts it saw).
 fn tool_key(tool: &ToolSpec, mounts: &[MountSpec]) -> String {
     let mut key = format!("tool:{}:{}", tool.artifact.sha256, transform_fingerprint());
-    if !tool.recipe().is_plain() {
+    if !ToolRecipe::for_tool(tool).is_plain() {
         key.push_str(&format!(":{:?}:{:?}", tool.reactor, tool.stub_imports));
     }
     if tool.reactor.as_ref().is_some_and(|r| r.snapshot.is_some()) {
@@ -221,7 +223,7 @@ pub fn load_plugin_telling(
         let key = tool_key(tool, &spec.mounts);
         let label = tool_label(&tool.artifact);
         let argv0 = tool.argv0.clone().unwrap_or_else(|| name.clone());
-        let recipe = tool.recipe();
+        let recipe = ToolRecipe::for_tool(tool);
         let snapshot = tool.reactor.as_ref().and_then(|r| r.snapshot.as_ref());
         let fresh = !engine.is_compiled(CompiledKind::Tool, &label, &key);
         let step = fresh.then(|| {

@@ -25,7 +25,6 @@ pub use request::{RunError, RunRequest, RunWatch};
 
 use crate::budget::disk::DiskBudget;
 use crate::budget::memory::MemoryBudget;
-use crate::budget::output::OutputCapture;
 use crate::engine::SandboxEngine;
 use crate::files::{self, InputFile, OwnFiles};
 use crate::limits::{LimitSettings, RunLimits};
@@ -34,9 +33,10 @@ use crate::metrics::RunMetrics;
 use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
 use crate::run::admission::{Admission, Ticket};
+use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::program::ProgramCompiles;
-use crate::sandbox::Sandbox;
-use crate::scratch::ScratchRoot;
+use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::scratch::{RunDir, ScratchRoot};
 use crate::wit::exports::runbox::plugin::runtime;
 use call::{run_call, CallSetup, Collect};
 use classify::{cancelled_before_start, classify, Budgets, Ended};
@@ -72,17 +72,16 @@ impl Runner {
         scratch: PathBuf,
         journal: Option<crate::sandbox::journal::Journal>,
     ) -> Arc<Sandbox> {
-        Arc::new(Sandbox {
+        Sandbox::new(SandboxConfig {
             engine: self.engine.clone(),
             programs: self.programs.clone(),
             tools: plugin.tools.clone(),
             settings: plugin.settings.clone(),
             scratch,
             mounts: plugin.mounts.clone(),
-            output: OutputCapture::new(self.limits.output_bytes),
+            output_bytes: self.limits.output_bytes,
             memory: MemoryBudget::with_parent(memory_bytes, Some(self.admission.memory().clone())),
             disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
-            new_programs: Default::default(),
             resources_per_store: self.resources_per_store,
             journal,
             tool_calls: self.gateway.clone().map(crate::upstream::ToolCalls::new),
@@ -92,6 +91,39 @@ impl Runner {
                 .clone()
                 .map(|c| c as Arc<dyn crate::sandbox::commands::CommandHost>),
         })
+    }
+
+    /// Starts a new warm instance of `plugin` in the background, unless enough are
+    /// ready or one is being started.
+    fn refill_prestarts(self: &Arc<Self>, plugin: &Arc<LoadedPlugin>) {
+        let name = plugin.spec.name.clone();
+        if !self.prestarts.claim_start(&name) {
+            return;
+        }
+        let (runner, plugin) = (self.clone(), plugin.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let warm = crate::run_thread::on_own_thread({
+                let runner = runner.clone();
+                move || async move { start_warm(&runner, &plugin).await }
+            })
+            .await;
+            let warm = match warm {
+                Ok(Ok(warm)) => {
+                    tracing::debug!(runtime = %name, ms = started.elapsed().as_millis() as u64, "pre-started");
+                    Some(warm)
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!("cannot pre-start `{name}`: {e:#}");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!("cannot pre-start `{name}`: {e}");
+                    None
+                }
+            };
+            runner.prestarts.started(&name, warm);
+        });
     }
 
     /// What a call holds in memory besides its payload: its output (each stream once),
@@ -160,7 +192,7 @@ impl Runner {
             && limits.memory_bytes as u64 == self.limits.memory_bytes;
         let warm = if prestarted {
             let warm = self.prestarts.take(&plugin.spec.name);
-            Prestarts::refill(self, &plugin);
+            self.refill_prestarts(&plugin);
             warm
         } else {
             None
@@ -353,6 +385,30 @@ pub struct Admitted {
 type OneOff = std::pin::Pin<
     Box<dyn std::future::Future<Output = (wasmtime::Result<PluginReturn>, Arc<LoadedPlugin>)>>,
 >;
+
+/// A warm instance of `plugin`: its session opened (the driver started), within the
+/// server's default time limit.
+async fn start_warm(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Warm> {
+    let path = runner.scratch.next_run_dir();
+    let dir = RunDir::create(&path)?;
+    let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
+    let sandbox = runner.new_sandbox(plugin, memory, path, None);
+    let deadline = Instant::now() + runner.limits.default_timeout;
+    sandbox.begin_call();
+    let until = tokio::time::Instant::from_std(deadline);
+    let start = PluginInstance::with_session(plugin, &sandbox);
+    let clock = CallClock::new(deadline, CancellationToken::new());
+    let instance = tokio::time::timeout_at(until, clock::timed(clock, start))
+        .await
+        .map_err(|_| anyhow::anyhow!("its start took longer than the default time limit"))??;
+    // What the start wrote belongs to no run.
+    let _ = sandbox.output.take();
+    Ok(Warm {
+        sandbox,
+        instance: Some(instance),
+        dir,
+    })
+}
 
 /// A call on a fresh instance of the plugin, made once.
 fn fresh_instance_call(

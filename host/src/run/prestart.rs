@@ -5,20 +5,13 @@
 //! sessions), the server keeps [`PER_RUNTIME`] [`Warm`] instances ready: a sandbox with
 //! its own fresh scratch directory, and the plugin's session opened in it (its driver
 //! started and waiting). A run takes one (`session.run-once`) and a new one is started
-//! in the background. Each is used once, its memory counts against the server's budget
+//! in the background (`Runner::refill_prestarts`). Each is used once, its memory counts against the server's budget
 //! while it waits, and a run that finds none ready runs the ordinary way.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
-use tokio_util::sync::CancellationToken;
 
 use super::instance::PluginInstance;
-use super::Runner;
-use crate::plugin::LoadedPlugin;
-use crate::run_thread;
-use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::Sandbox;
 use crate::scratch::RunDir;
 
@@ -68,79 +61,37 @@ impl Prestarts {
             .map_or(0, Vec::len)
     }
 
-    /// Starts a new warm instance of `plugin` in the background, unless enough are
-    /// ready or one is being started.
-    pub fn refill(runner: &Arc<Runner>, plugin: &Arc<LoadedPlugin>) {
-        let name = plugin.spec.name.clone();
-        let prestarts = &runner.prestarts;
-        if prestarts.ready_count(&name) >= PER_RUNTIME {
-            return;
+    /// Claims the start of a new warm instance of `runtime`: false when enough are
+    /// ready or one is being started. A claim is ended by [`Prestarts::started`].
+    pub fn claim_start(&self, runtime: &str) -> bool {
+        if self.ready_count(runtime) >= PER_RUNTIME {
+            return false;
         }
-        if !prestarts
+        if !self
             .starting
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.clone())
+            .insert(runtime.to_string())
         {
-            return;
+            return false;
         }
-        prestarts
-            .begun
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let (runner, plugin) = (runner.clone(), plugin.clone());
-        tokio::spawn(async move {
-            let started = Instant::now();
-            let warm = run_thread::on_own_thread({
-                let runner = runner.clone();
-                let plugin = plugin.clone();
-                move || async move { start(&runner, &plugin).await }
-            })
-            .await;
-            runner
-                .prestarts
-                .starting
+        self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        true
+    }
+
+    /// Ends a claimed start: its instance, when it started, is ready for a run.
+    pub fn started(&self, runtime: &str, warm: Option<Warm>) {
+        self.starting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(runtime);
+        if let Some(warm) = warm {
+            self.ready
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(&name);
-            match warm {
-                Ok(Ok(warm)) => {
-                    tracing::debug!(runtime = %name, ms = started.elapsed().as_millis() as u64, "pre-started");
-                    runner
-                        .prestarts
-                        .ready
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .entry(name)
-                        .or_default()
-                        .push(warm);
-                }
-                Ok(Err(e)) => tracing::warn!("cannot pre-start `{name}`: {e:#}"),
-                Err(e) => tracing::warn!("cannot pre-start `{name}`: {e}"),
-            }
-        });
+                .entry(runtime.to_string())
+                .or_default()
+                .push(warm);
+        }
     }
-}
-
-/// A warm instance of `plugin`: its session opened (the driver started), within the
-/// server's default time limit.
-async fn start(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Warm> {
-    let path = runner.scratch.next_run_dir();
-    let dir = RunDir::create(&path)?;
-    let memory = usize::try_from(runner.limits.memory_bytes).unwrap_or(usize::MAX);
-    let sandbox = runner.new_sandbox(plugin, memory, path, None);
-    let deadline = Instant::now() + runner.limits.default_timeout;
-    sandbox.begin_call();
-    let until = tokio::time::Instant::from_std(deadline);
-    let start = PluginInstance::with_session(plugin, &sandbox);
-    let clock = CallClock::new(deadline, CancellationToken::new());
-    let instance = tokio::time::timeout_at(until, clock::timed(clock, start))
-        .await
-        .map_err(|_| anyhow::anyhow!("its start took longer than the default time limit"))??;
-    // What the start wrote belongs to no run.
-    let _ = sandbox.output.take();
-    Ok(Warm {
-        sandbox,
-        instance: Some(instance),
-        dir,
-    })
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::process::{child as spawned, run_to_end};
 use super::store::{Stdin, StoreState};
 use super::Sandbox;
-use crate::budget::output::{Channel, OutputCapture};
+use crate::budget::output::Channel;
 use crate::wit::runbox::plugin::process::{Command, SpawnError};
 use crate::wit::runbox::plugin::{command_line, commands};
 
@@ -65,11 +65,6 @@ impl commands::Host for StoreState {
         }
     }
 }
-
-/// The first line of a program `cc` made in the shell, before its WebAssembly: it makes
-/// `./a.out` a script whose interpreter is the shell's `runbox-wasm` command, so the
-/// shell runs it by any path. The host skips it when it loads the program.
-pub const PROGRAM_HEADER: &[u8] = b"#!/usr/bin/env runbox-wasm\n";
 
 /// Runs the produced program `invocation.name` (a path relative to `cwd`, or absolute)
 /// in a child of `caller`, capturing its output: found, checked, compiled and started as
@@ -186,17 +181,16 @@ impl Sandbox {
         settings: Arc<Vec<(String, Vec<String>)>>,
         mounts: Arc<Vec<super::Mount>>,
     ) -> Arc<Sandbox> {
-        Arc::new(Sandbox {
+        Sandbox::new(super::SandboxConfig {
             engine: self.engine.clone(),
             programs: self.programs.clone(),
             tools,
             settings,
             scratch: self.scratch.clone(),
             mounts,
-            output: OutputCapture::new(self.output.cap()),
+            output_bytes: self.output.cap(),
             memory: self.memory.clone(),
             disk: self.disk.clone(),
-            new_programs: Default::default(),
             resources_per_store: self.resources_per_store,
             journal: self.journal.clone(),
             tool_calls: self.tool_calls.clone(),

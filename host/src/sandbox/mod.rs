@@ -59,7 +59,7 @@ pub struct Sandbox {
     /// The scratch directory's cap: bytes of file data and files created.
     pub disk: DiskBudget,
     /// Programs the current call compiled into the cache: kept only if it completes.
-    pub new_programs: Mutex<Vec<PathBuf>>,
+    new_programs: Mutex<Vec<PathBuf>>,
     /// Resources (descriptors, streams, …) each of its stores may hold.
     pub resources_per_store: usize,
     /// A durable session's journal: its stores draw randomness and time through it.
@@ -74,7 +74,62 @@ pub struct Sandbox {
     pub commands: Option<Arc<dyn commands::CommandHost>>,
 }
 
+/// What a sandbox is made of: [`Sandbox::new`] is the one way to build one.
+pub struct SandboxConfig {
+    pub engine: SandboxEngine,
+    pub programs: Arc<ProgramCompiles>,
+    pub tools: Arc<HashMap<String, Tool>>,
+    pub settings: Arc<Vec<(String, Vec<String>)>>,
+    pub scratch: PathBuf,
+    pub mounts: Arc<Vec<Mount>>,
+    /// The cap on what one call may write, each stream.
+    pub output_bytes: usize,
+    pub memory: MemoryBudget,
+    pub disk: DiskBudget,
+    pub resources_per_store: usize,
+    pub journal: Option<crate::sandbox::journal::Journal>,
+    pub tool_calls: Option<Arc<crate::upstream::ToolCalls>>,
+    pub empty_tools_dir: Option<PathBuf>,
+    pub commands: Option<Arc<dyn commands::CommandHost>>,
+}
+
 impl Sandbox {
+    pub fn new(config: SandboxConfig) -> Arc<Sandbox> {
+        let SandboxConfig {
+            engine,
+            programs,
+            tools,
+            settings,
+            scratch,
+            mounts,
+            output_bytes,
+            memory,
+            disk,
+            resources_per_store,
+            journal,
+            tool_calls,
+            empty_tools_dir,
+            commands,
+        } = config;
+        Arc::new(Sandbox {
+            engine,
+            programs,
+            tools,
+            settings,
+            scratch,
+            mounts,
+            output: OutputCapture::new(output_bytes),
+            memory,
+            disk,
+            new_programs: Mutex::default(),
+            resources_per_store,
+            journal,
+            tool_calls,
+            empty_tools_dir,
+            commands,
+        })
+    }
+
     /// Starts a new call: earlier calls' refusals are forgotten (what the sandbox holds
     /// stays charged). The call's deadline is its task's (see [`clock`]).
     pub fn begin_call(&self) {

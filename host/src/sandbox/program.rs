@@ -31,6 +31,11 @@ use crate::componentize::transform_fingerprint;
 use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::{ProgramCompiler, SandboxEngine};
 
+/// The first line of a program `cc` made in the shell, before its WebAssembly: it makes
+/// `./a.out` a script whose interpreter is the shell's `runbox-wasm` command, so the
+/// shell runs it by any path. The host skips it when it loads the program.
+pub const PROGRAM_HEADER: &[u8] = b"#!/usr/bin/env runbox-wasm\n";
+
 /// Produced programs larger than this are refused. A C++ program using much of the
 /// standard library is a few MB; 32 MiB leaves room for big static tables.
 pub const MAX_PROGRAM_BYTES: u64 = 32 << 20;
@@ -129,7 +134,7 @@ fn read_program(path: &Path, guest: &str) -> Result<Vec<u8>, InvalidProgram> {
         return Err(too_big());
     }
     // A program `cc` made in the shell starts with a `#!` line (see `commands.rs`).
-    if let Some(module) = bytes.strip_prefix(super::commands::PROGRAM_HEADER) {
+    if let Some(module) = bytes.strip_prefix(PROGRAM_HEADER) {
         return Ok(module.to_vec());
     }
     Ok(bytes)

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use super::embedded;
+use super::error::ArtifactError;
 use super::extract::{self, Member};
 use super::fetch::{self, PackageKind, Tools};
+use super::progress::Progress;
 use super::verify::{self, HashingWriter};
-use super::{ArtifactError, Progress};
 use crate::manifest::{ArtifactSource, ArtifactSpec, Embedded};
 
 const ARTIFACTS: &str = "artifacts";

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
-use super::ArtifactError;
+use super::error::ArtifactError;
 
 /// An archive format, as recognised by [`sniff`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

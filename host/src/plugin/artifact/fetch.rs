@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::ArtifactError;
+use super::error::ArtifactError;
 
 /// Where a package comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::ArtifactError;
+use super::error::ArtifactError;
 use crate::manifest::ArtifactSpec;
 
 /// The pinned hash of `spec`, in lower case (the form used for cache file names).
