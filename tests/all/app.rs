@@ -23,7 +23,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RunningService, ServiceExt};
 use rmcp::RoleClient;
-use runbox::mcp::{app, RunboxServer};
+use runbox::mcp::handler::app;
+use runbox::mcp::RunboxServer;
 use runbox::service::Runbox;
 use serde_json::{json, Value};
 

@@ -22,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use runbox::manifest::Manifest;
-use runbox::mcp::schema::{self, RunCodeOutput, Status};
+use runbox::mcp::handler::schema::{self, RunCodeOutput, Status};
 use runbox::mcp::RunboxServer;
 use runbox::plugin::artifact::Progress;
 use runbox::service::{Runbox, RunboxOptions};

@@ -9,17 +9,17 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use runbox::mcp::access::{self, HttpAccess};
-use runbox::mcp::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
-use runbox::mcp::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
-use runbox::mcp::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
-use runbox::mcp::ops::DEFAULT_DRAIN_TIMEOUT;
-use runbox::mcp::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
-use runbox::mcp::settings::ServerSettings;
-use runbox::mcp::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
-use runbox::mcp::tasks::{
+use runbox::mcp::handler::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use runbox::mcp::handler::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
+use runbox::mcp::handler::settings::ServerSettings;
+use runbox::mcp::handler::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
+use runbox::mcp::handler::tasks::{
     TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
 };
+use runbox::mcp::transport::access::{self, HttpAccess};
+use runbox::mcp::transport::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
+use runbox::mcp::transport::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
+use runbox::mcp::transport::ops::DEFAULT_DRAIN_TIMEOUT;
 use runbox::mcp::Transport;
 use runbox::replica::Replica;
 use runbox::run::admission::DEFAULT_MAX_QUEUED;
@@ -414,7 +414,7 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let transport = match args.http {
         Some(addr) => {
             let access = args.http_access()?;
-            runbox::mcp::http::check_bind(addr, &access)?;
+            runbox::mcp::transport::http::check_bind(addr, &access)?;
             Transport::Http {
                 addr,
                 access,

@@ -1,33 +1,16 @@
-//! `runbox mcp`: the MCP server. [`server`] is the handler (the `run_code`,
-//! `list_runtimes`, `create_session` and `close_session` tools, `resources/read`, the
-//! `tasks/*` methods), [`app`] the page it shows clients of MCP Apps, [`arguments`]
-//! checks what calls send, [`content`] and [`schema`]
-//! are the shapes clients see ([`shown`]: how much of an output; [`retained`]: what a
-//! result left out, readable for a while), [`tasks`] lets long runs outlive their call,
-//! [`progress`] keeps long calls alive, [`settings`] configure the handler; the transports are
-//! [`stdio`] and streamable HTTP ([`http`], guarded by [`access`]), both behind
-//! [`intake`] (every message screened before it is parsed, by [`message_scan`]).
+//! `runbox mcp`: the MCP server, in three parts that each use the service
+//! ([`crate::service`]) and nothing below it:
+//!
+//! - [`handler`]: what the server answers (the tools, resources, tasks, the result app)
+//!   and the shapes clients see;
+//! - [`transport`]: how messages arrive and leave (stdio, streamable HTTP with its
+//!   access rules and sessions, and the operator's endpoints);
+//! - [`intake`]: every message screened, and charged to the server's memory, before it
+//!   is parsed.
 
-pub mod access;
-pub mod app;
-pub mod arguments;
-pub mod content;
-pub mod http;
-pub mod http_sessions;
+pub mod handler;
 pub mod intake;
-pub mod message_scan;
-pub mod ops;
-pub mod origin;
-pub mod progress;
-pub mod retained;
-pub mod schema;
-pub mod server;
-pub mod session_ids;
-pub mod settings;
-pub mod shown;
-pub mod stalled_write;
-pub mod stdio;
-pub mod tasks;
+pub mod transport;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,12 +18,12 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::service::Runbox;
-use access::HttpAccess;
-use http::HttpLimits;
-use settings::ServerSettings;
+use handler::settings::ServerSettings;
+use transport::access::HttpAccess;
+use transport::http::{self, HttpLimits};
+use transport::stdio;
 
-pub use server::RunboxServer;
-
+pub use handler::server::RunboxServer;
 pub use intake::MAX_MESSAGE_BYTES;
 
 /// How `runbox mcp` is reached.

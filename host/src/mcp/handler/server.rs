@@ -23,16 +23,18 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
-use super::app;
-use super::arguments::{check_close_session, check_create_session, check_run_code};
-use super::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
-use super::progress::with_progress;
-use super::retained::{ReadError, Retained};
-use super::schema::{self, CloseSessionOutput, CreateSessionOutput, Limits, ListRuntimesOutput};
-use super::settings::ServerSettings;
-use super::tasks::Tasks;
 use crate::budget::memory::Held;
 use crate::files::ReturnCaps;
+use crate::mcp::handler::app;
+use crate::mcp::handler::arguments::{check_close_session, check_create_session, check_run_code};
+use crate::mcp::handler::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
+use crate::mcp::handler::progress::with_progress;
+use crate::mcp::handler::retained::{ReadError, Retained};
+use crate::mcp::handler::schema::{
+    self, CloseSessionOutput, CreateSessionOutput, Limits, ListRuntimesOutput,
+};
+use crate::mcp::handler::settings::ServerSettings;
+use crate::mcp::handler::tasks::Tasks;
 use crate::outcome::RunStatus;
 use crate::run::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
@@ -528,7 +530,7 @@ impl ServerHandler for RunboxServer {
             return Ok(ReadResourceResult::new(vec![app::contents()]).into());
         }
         // Through rmcp the answer's charge ends here, once it is rendered: over HTTP
-        // runbox sends these reads itself, charged until sent (`http.rs`).
+        // runbox sends these reads itself, charged until sent (`transport/http.rs`).
         let (contents, _answer) = self.read_kept(&request.uri)?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }

@@ -53,7 +53,7 @@ impl Default for TaskSettings {
             max_timeout: DEFAULT_MAX_TASK_TIMEOUT,
             after: DEFAULT_TASK_AFTER,
             max_tasks: DEFAULT_MAX_TASKS,
-            ttl: super::retained::DEFAULT_RESOURCE_TTL,
+            ttl: crate::mcp::handler::retained::DEFAULT_RESOURCE_TTL,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! A streaming pre-scan that bounds a JSON-RPC message's structure before it is parsed.
-//! The transports cap a message's bytes ([`super::MAX_MESSAGE_BYTES`]), but rmcp parses
+//! The transports cap a message's bytes ([`crate::mcp::MAX_MESSAGE_BYTES`]), but rmcp parses
 //! the whole message into `serde_json::Value`s before any of runbox's checks run, and
 //! a value costs far more heap than its text: a 57 MiB array of zeros took 5.6 GB
 //! (issue 18.1). [`MessageScan`] walks the bytes once, in any chunks, with O(1) memory
@@ -783,7 +783,7 @@ mod tests {
     #[test]
     fn largest_real_run_code_call_passes() {
         let message = largest_run_code_call();
-        assert!(message.len() < super::super::MAX_MESSAGE_BYTES);
+        assert!(message.len() < crate::mcp::intake::MAX_MESSAGE_BYTES);
         let got = summary(&message);
         let value: Value = serde_json::from_slice(&message).unwrap();
         assert_eq!((got.values, got.max_depth), oracle(&value));

@@ -26,9 +26,9 @@ use axum::routing::get;
 use axum::Router;
 use futures::StreamExt;
 
-use super::http_sessions::CappedSessions;
-use super::tasks::POLL_INTERVAL_MS;
-use super::RunboxServer;
+use crate::mcp::handler::server::RunboxServer;
+use crate::mcp::handler::tasks::POLL_INTERVAL_MS;
+use crate::mcp::transport::http_sessions::CappedSessions;
 use crate::metrics::Exposition;
 
 /// How long a server waits for work under way when it drains, by default.

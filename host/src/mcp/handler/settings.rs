@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::content::ResultLimits;
-use super::tasks::TaskSettings;
+use crate::mcp::handler::content::ResultLimits;
+use crate::mcp::handler::tasks::TaskSettings;
 
 /// What the MCP handler needs beyond the [`crate::service::Runbox`]: how large results
 /// may be, how long what they leave out is kept, and how long calls become tasks.
@@ -21,8 +21,8 @@ impl Default for ServerSettings {
     fn default() -> Self {
         ServerSettings {
             results: ResultLimits::default(),
-            resource_ttl: super::retained::DEFAULT_RESOURCE_TTL,
-            retained_bytes: super::retained::DEFAULT_RETAINED_BYTES,
+            resource_ttl: crate::mcp::handler::retained::DEFAULT_RESOURCE_TTL,
+            retained_bytes: crate::mcp::handler::retained::DEFAULT_RETAINED_BYTES,
             tasks: TaskSettings::default(),
         }
     }

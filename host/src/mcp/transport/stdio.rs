@@ -1,7 +1,7 @@
 //! The stdio transport: one JSON-RPC message per line on stdin and stdout.
 //!
 //! runbox reads the lines itself rather than through rmcp's reader so that every line is
-//! screened (`intake.rs`) before it is parsed into values: a line too long, too wide or
+//! screened (`mcp/intake`) before it is parsed into values: a line too long, too wide or
 //! too deep, or one whose parse the server's memory budget cannot hold now, is answered
 //! with a JSON-RPC error and never parsed. Lines are parsed one at a time, in order.
 //! stdout carries nothing but protocol messages, each written whole.
@@ -19,8 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{mpsc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-use super::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
-use super::RunboxServer;
+use crate::mcp::handler::server::RunboxServer;
+use crate::mcp::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
 
 /// The writer every message goes out through, a whole line at a time.
 type Out<W> = Arc<Mutex<W>>;

@@ -4,11 +4,13 @@
 //! that would cost gigabytes as a `serde_json::Value` tree is refused while it is still
 //! bytes.
 
+pub mod message_scan;
+
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::message_scan::{scan, MessageLimits, ScanError};
 use crate::budget::memory::{MemoryBudget, Reservation};
+use crate::mcp::intake::message_scan::{scan, MessageLimits, ScanError};
 
 /// The largest JSON-RPC message runbox reads, over stdio (one line) or HTTP (one body).
 /// Anything up to this size is parsed (once it passes the scan), so an oversized `code`

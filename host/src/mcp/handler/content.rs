@@ -14,13 +14,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 
-use super::retained::{self, Item, Retained};
-use super::schema::{FileOutput, RunCodeOutput};
-use super::shown::{shown, MIN_SHOWN_BYTES};
 use crate::budget::memory::Held;
 use crate::budget::output::CapturedOutput;
 use crate::files::wire::encode_base64;
 use crate::files::OutputFile;
+use crate::mcp::handler::retained::{self, Item, Retained};
+use crate::mcp::handler::schema::{FileOutput, RunCodeOutput};
+use crate::mcp::handler::shown::{shown, MIN_SHOWN_BYTES};
 use crate::outcome::RunOutcome;
 
 /// An image is inlined up to this size (bytes before base64).
@@ -46,7 +46,7 @@ pub struct ResultLimits {
 impl Default for ResultLimits {
     fn default() -> Self {
         ResultLimits {
-            shown_bytes: super::shown::DEFAULT_SHOWN_BYTES,
+            shown_bytes: crate::mcp::handler::shown::DEFAULT_SHOWN_BYTES,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }

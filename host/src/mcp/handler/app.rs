@@ -25,7 +25,7 @@ pub const URI: &str = "ui://runbox/run";
 pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 /// The app itself.
-pub const HTML: &str = include_str!("../../app/run.html");
+pub const HTML: &str = include_str!("../../../app/run.html");
 
 /// Whether a client declared the extension with HTML apps among its `mimeTypes`
 /// (`capabilities.extensions["io.modelcontextprotocol/ui"].mimeTypes`).
