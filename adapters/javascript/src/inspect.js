@@ -1,7 +1,11 @@
-// runbox's `util.inspect` and `util.format` (after Node.js's lib/internal/util/inspect.js),
-// and what else needs them: `console.table`, the stack frames of errors. `prelude.js`
-// loads this on first use (a program printing only strings and numbers never does), so
-// that a run does not pay for parsing it.
+// runbox's own value formatter: `util.inspect`, `util.format`, `console.table` and the text
+// of errors nobody caught. It aims at the output Node.js prints for the same values, so that
+// programs and their expected outputs carry over. It works in two steps: `describe` turns a
+// value into a tree (text leaves, `key: value` pairs, bracketed lists), then `lay` writes
+// the tree out, choosing for each list one line, one item a line, or columns of short items
+// from the measured widths of its laid-out items. `prelude.js` loads this file on first use
+// (a program printing only strings and numbers never does), so that a run does not pay for
+// parsing it.
 //
 // Called with the natives and the prelude's shared helpers; returns its functions.
 (function (natives, shared) {
@@ -9,60 +13,56 @@
 
   const G = globalThis;
   const { PRELUDE } = shared;
+  const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  const isEnumerable = (o, k) => Object.prototype.propertyIsEnumerable.call(o, k);
+  const plural = (n, word) => `${n} ${word}${n > 1 ? "s" : ""}`;
+  const spaces = (n) => " ".repeat(Math.max(0, n));
 
   // ---------------------------------------------------------------------------------------
-  // Type checks by brand (they hold for objects from any realm and ignore a faked
-  // Symbol.toStringTag).
-  const brand = (fn) => (value) => {
+  // What a value is, asked of its internal slots: a built-in method or getter that throws on
+  // anything else. This holds for objects of any realm and ignores a faked toStringTag.
+  const accepts = (method) => (value) => {
     try {
-      fn(value);
+      method.call(value);
       return true;
     } catch {
       return false;
     }
   };
-  const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
-  const mapSize = getter(Map.prototype, "size");
-  const setSize = getter(Set.prototype, "size");
-  const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
-  const typedArrayTag = getter(TypedArrayPrototype, Symbol.toStringTag);
-  const typedArrayLength = getter(TypedArrayPrototype, "length");
-  const arrayBufferLength = getter(ArrayBuffer.prototype, "byteLength");
-  const sharedBufferLength =
-    typeof SharedArrayBuffer === "function" ? getter(SharedArrayBuffer.prototype, "byteLength") : null;
-  const dataViewLength = getter(DataView.prototype, "byteLength");
-  const regExpSource = getter(RegExp.prototype, "source");
-  const objectToString = Object.prototype.toString;
-  const hasOwn = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  const protoGetter = (C, name) => Object.getOwnPropertyDescriptor(C.prototype, name).get;
+  const TypedArray = Object.getPrototypeOf(Uint8Array);
+  const typedArrayName = protoGetter(TypedArray, Symbol.toStringTag);
+  const typedArrayLength = protoGetter(TypedArray, "length");
+  const mapSize = protoGetter(Map, "size");
+  const setSize = protoGetter(Set, "size");
+  const regExpSource = protoGetter(RegExp, "source");
 
-  const isMap = brand((v) => mapSize.call(v));
-  const isSet = brand((v) => setSize.call(v));
-  const isTypedArray = (v) => typedArrayTag.call(v) !== undefined;
-  const isArrayBuffer = brand((v) => arrayBufferLength.call(v));
-  const isSharedArrayBuffer = sharedBufferLength ? brand((v) => sharedBufferLength.call(v)) : () => false;
-  const isDataView = brand((v) => dataViewLength.call(v));
-  const isDate = brand((v) => Date.prototype.getTime.call(v));
-  const isRegExp = (v) => v !== RegExp.prototype && brand((x) => regExpSource.call(x))(v);
-  const isWeakMap = brand((v) => WeakMap.prototype.has.call(v, {}));
-  const isWeakSet = brand((v) => WeakSet.prototype.has.call(v, {}));
+  const isMap = accepts(mapSize);
+  const isSet = accepts(setSize);
+  const isTypedArray = (v) => typedArrayName.call(v) !== undefined;
+  const isArrayBuffer = accepts(protoGetter(ArrayBuffer, "byteLength"));
+  const isSharedArrayBuffer =
+    typeof SharedArrayBuffer === "function" ? accepts(protoGetter(SharedArrayBuffer, "byteLength")) : () => false;
+  const isDataView = accepts(protoGetter(DataView, "byteLength"));
+  const isDate = accepts(Date.prototype.getTime);
+  const isRegExp = (v) => v !== RegExp.prototype && accepts(regExpSource)(v);
+  const isWeakMap = accepts(WeakMap.prototype.has);
+  const isWeakSet = accepts(WeakSet.prototype.has);
   const isPromise = (v) => natives.promiseState(v) !== undefined;
-  const isError = (v) => objectToString.call(v) === "[object Error]" || v instanceof Error;
-  const isArguments = (v) => objectToString.call(v) === "[object Arguments]";
-  const boxed = [
-    ["Number", brand((v) => Number.prototype.valueOf.call(v)), (v) => Number.prototype.valueOf.call(v)],
-    ["String", brand((v) => String.prototype.valueOf.call(v)), (v) => String.prototype.valueOf.call(v)],
-    ["Boolean", brand((v) => Boolean.prototype.valueOf.call(v)), (v) => Boolean.prototype.valueOf.call(v)],
-    ["BigInt", brand((v) => BigInt.prototype.valueOf.call(v)), (v) => BigInt.prototype.valueOf.call(v)],
-    ["Symbol", brand((v) => Symbol.prototype.valueOf.call(v)), (v) => Symbol.prototype.valueOf.call(v)],
-  ];
-  const GeneratorFunction = Object.getPrototypeOf(function* () {});
-  const AsyncFunction = Object.getPrototypeOf(async function () {});
-  const AsyncGeneratorFunction = Object.getPrototypeOf(async function* () {});
+  const tagOf = (v) => Object.prototype.toString.call(v);
+  const isError = (v) => tagOf(v) === "[object Error]" || v instanceof Error;
+  const isArguments = (v) => tagOf(v) === "[object Arguments]";
+  // Boxed primitives: `new Number(1)` prints as `[Number: 1]`.
+  const boxes = [Number, String, Boolean, BigInt, Symbol].map((C) => [C.name, C.prototype.valueOf]);
+  const functionKinds = new Map([
+    [Object.getPrototypeOf(function* () {}), "GeneratorFunction"],
+    [Object.getPrototypeOf(async function () {}), "AsyncFunction"],
+    [Object.getPrototypeOf(async function* () {}), "AsyncGeneratorFunction"],
+  ]);
 
   // ---------------------------------------------------------------------------------------
-  // util.inspect, after Node.js's (lib/internal/util/inspect.js) with its defaults: depth 2,
-  // breakLength 80, compact 3, at most 100 array items.
-  const customInspect = Symbol.for("nodejs.util.inspect.custom");
+  // util.inspect, with Node's defaults.
+  const custom = Symbol.for("nodejs.util.inspect.custom");
   const defaults = {
     depth: 2,
     breakLength: 80,
@@ -74,233 +74,343 @@
     sorted: false,
     colors: false,
   };
-  const kObjectType = 0;
-  const kArrayExtrasType = 1;
 
   function inspect(value, options) {
-    const ctx = {
-      ...defaults,
-      budget: {},
-      indentationLvl: 0,
-      seen: [],
-      currentDepth: 0,
-      circular: undefined,
-    };
+    const ctx = { ...defaults };
     if (options !== null && typeof options === "object") {
       for (const key of Object.keys(defaults)) if (options[key] !== undefined) ctx[key] = options[key];
     }
-    if (ctx.depth === null) ctx.depth = Infinity;
-    if (ctx.maxArrayLength === null) ctx.maxArrayLength = Infinity;
-    if (ctx.maxStringLength === null) ctx.maxStringLength = Infinity;
-    return formatValue(ctx, value, 0);
+    for (const key of ["depth", "maxArrayLength", "maxStringLength"]) if (ctx[key] === null) ctx[key] = Infinity;
+    // `open`: the objects being described (a repeat is a cycle); `refs`: the numbers of
+    // the objects a cycle leads back to; `last`: the level of the list opened last.
+    Object.assign(ctx, { open: [], refs: new Map(), last: 0 });
+    return lay(describe(value, ctx, 0), 0, ctx);
   }
-  inspect.custom = customInspect;
+  inspect.custom = custom;
   inspect.defaultOptions = defaults;
 
-  const meta = [];
-  for (let i = 0; i < 0x20; i++) meta[i] = "\\x" + i.toString(16).toUpperCase().padStart(2, "0");
-  meta[8] = "\\b";
-  meta[9] = "\\t";
-  meta[10] = "\\n";
-  meta[12] = "\\f";
-  meta[13] = "\\r";
-  meta[39] = "\\'";
-  meta[92] = "\\\\";
-  for (let i = 0x7f; i <= 0x9f; i++) meta[i] = "\\x" + i.toString(16).toUpperCase();
-
-  function strEscape(str) {
-    let quote = "'";
+  // Quoted as Node quotes: single quotes unless the string holds one, then double quotes or
+  // backquotes; control characters, backslashes and lone surrogates escaped.
+  const escapes = { 8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r", 39: "\\'", 92: "\\\\" };
+  const unsafe = /[\x00-\x1f\x27\x5c\x7f-\x9f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+  const escapeChar = (c) => {
+    const code = c.charCodeAt(0);
+    if (escapes[code]) return escapes[code];
+    return code > 0xff ? `\\u${code.toString(16)}` : `\\x${code.toString(16).toUpperCase().padStart(2, "0")}`;
+  };
+  function quote(str) {
+    let q = "'";
     if (str.includes("'")) {
-      if (!str.includes('"')) quote = '"';
-      else if (!str.includes("`") && !str.includes("${")) quote = "`";
+      if (!str.includes('"')) q = '"';
+      else if (!str.includes("`") && !str.includes("${")) q = "`";
     }
-    let result = "";
-    let last = 0;
-    for (let i = 0; i < str.length; i++) {
-      const code = str.charCodeAt(i);
-      const escaped =
-        code === 39 ? (quote === "'" ? "\\'" : undefined) : code < 0xa0 ? meta[code] : undefined;
-      if (escaped !== undefined) {
-        result += str.slice(last, i) + escaped;
-        last = i + 1;
-      } else if (code >= 0xd800 && code <= 0xdfff) {
-        const next = str.charCodeAt(i + 1);
-        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-          i++;
-        } else {
-          result += str.slice(last, i) + "\\u" + code.toString(16).toUpperCase();
-          last = i + 1;
-        }
-      }
+    const body = str.replace(unsafe, (c) => (c === "'" && q !== "'" ? c : escapeChar(c)));
+    return q + body + q;
+  }
+
+  const numberText = (n) => (Object.is(n, -0) ? "-0" : `${n}`);
+
+  // Columns a string takes on a terminal: East Asian wide characters two, combining marks none.
+  function width(str) {
+    if (/^[\x20-\x7e]*$/.test(str)) return str.length;
+    let w = 0;
+    for (const ch of str) {
+      const c = ch.codePointAt(0);
+      if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f)) continue;
+      const wide =
+        (c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf && c !== 0x303f) ||
+        (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) ||
+        (c >= 0xff00 && c <= 0xff60) || (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
+        (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd);
+      w += wide ? 2 : 1;
     }
-    return quote + result + str.slice(last) + quote;
+    return w;
   }
 
-  function formatNumber(n) {
-    return Object.is(n, -0) ? "-0" : `${n}`;
-  }
-
-  function formatPrimitive(ctx, value) {
-    switch (typeof value) {
-      case "string": {
-        let trailer = "";
-        if (value.length > ctx.maxStringLength) {
-          const remaining = value.length - ctx.maxStringLength;
-          value = value.slice(0, ctx.maxStringLength);
-          trailer = `... ${remaining} more character${remaining > 1 ? "s" : ""}`;
-        }
-        if (ctx.compact !== true && value.length > 16 && value.length > ctx.breakLength - ctx.indentationLvl - 4) {
-          return (
-            value
-              .split(/(?<=\n)/)
-              .map((line) => strEscape(line))
-              .join(` +\n${" ".repeat(ctx.indentationLvl + 2)}`) + trailer
-          );
-        }
-        return strEscape(value) + trailer;
-      }
-      case "number":
-        return formatNumber(value);
-      case "bigint":
-        return `${value}n`;
-      case "symbol":
-        return symbolToString(value);
-      default:
-        return String(value);
-    }
-  }
-
-  function symbolToString(symbol) {
-    const description = symbol.description;
-    return description === undefined ? "Symbol()" : `Symbol(${description})`;
-  }
-
-  function formatValue(ctx, value, recurseTimes, typedArray) {
-    if (value === null) return "null";
-    if (typeof value !== "object" && typeof value !== "function") return formatPrimitive(ctx, value);
+  // ---------------------------------------------------------------------------------------
+  // Describing: a value becomes a tree. A node is one of
+  //   "text"                             printed as it is;
+  //   { string }                         a string value: quoted, split at its line ends if long;
+  //   { block }                          text whose later lines follow the indentation (an
+  //                                      error's stack, what a custom inspect returned);
+  //   { left, sep, right }               `key: value`, `key => value`, `<rejected> value`;
+  //   { base, open, close, items, … }    a list in brackets, after its `base` text if any.
+  // `level` counts the lists around the value; past `depth` an object shows only its name.
+  function describe(value, ctx, level) {
+    if (typeof value === "string") return { string: value };
+    if (typeof value === "number") return numberText(value);
+    if (typeof value === "bigint") return `${value}n`;
+    if (value === null || typeof value !== "object" && typeof value !== "function") return String(value);
     if (ctx.customInspect) {
-      let custom;
+      let fn;
       try {
-        custom = value[customInspect];
+        fn = value[custom];
       } catch {}
-      if (typeof custom === "function" && custom !== inspect) {
-        const depth = ctx.depth === Infinity ? null : ctx.depth - recurseTimes;
-        const result = custom.call(value, depth, { ...ctx, depth }, inspect);
-        if (result !== value) {
-          if (typeof result !== "string") return formatValue(ctx, result, recurseTimes);
-          return result.replaceAll("\n", `\n${" ".repeat(ctx.indentationLvl)}`);
-        }
+      if (typeof fn === "function" && fn !== inspect) {
+        const depth = ctx.depth === Infinity ? null : ctx.depth - level;
+        const options = { stylize: (text) => text };
+        for (const key of Object.keys(defaults)) options[key] = ctx[key];
+        const result = fn.call(value, depth, { ...options, depth }, inspect);
+        if (result !== value) return typeof result === "string" ? { block: result } : describe(result, ctx, level);
       }
     }
-    if (ctx.seen.includes(value)) {
-      let index = 1;
-      if (ctx.circular === undefined) {
-        ctx.circular = new Map([[value, index]]);
-      } else {
-        index = ctx.circular.get(value);
-        if (index === undefined) {
-          index = ctx.circular.size + 1;
-          ctx.circular.set(value, index);
-        }
-      }
-      return `[Circular *${index}]`;
+    if (ctx.open.includes(value)) {
+      if (!ctx.refs.has(value)) ctx.refs.set(value, ctx.refs.size + 1);
+      return `[Circular *${ctx.refs.get(value)}]`;
     }
-    return formatRaw(ctx, value, recurseTimes, typedArray);
+    return describeObject(value, ctx, level);
   }
 
-  function getConstructorName(obj) {
-    let proto = obj;
-    let first = true;
-    while (proto !== null && proto !== undefined) {
-      let descriptor;
-      try {
-        descriptor = Object.getOwnPropertyDescriptor(proto, "constructor");
-      } catch {}
-      if (
-        descriptor !== undefined &&
-        typeof descriptor.value === "function" &&
-        descriptor.value.name !== "" &&
-        isInstanceof(obj, descriptor.value)
-      ) {
-        return String(descriptor.value.name);
+  // `Foo`, `Foo [tag]`, `Map(2)`, `[Object: null prototype]`: what names an object.
+  function label(name, tag, fallback, size = "") {
+    const own = name === null ? `[${fallback}${size}: null prototype]` : `${name}${size}`;
+    return tag !== "" && tag !== (name === null ? fallback : name) ? `${own} [${tag}]` : own;
+  }
+
+  function describeObject(value, ctx, level) {
+    const name = constructorName(value);
+    let tag;
+    try {
+      tag = value[Symbol.toStringTag];
+    } catch {}
+    // A tag that is an own enumerable property is shown with the other properties instead.
+    if (typeof tag !== "string" || (tag !== "" && isEnumerable(value, Symbol.toStringTag))) tag = "";
+    const shape = shapeOf(value, name, tag, ownKeys(value, ctx.showHidden), ctx, level);
+    if (shape.open === undefined) return shape; // complete in itself
+    if (level > ctx.depth) return name === null ? label(name, tag, "Object") : `[${label(name, tag, "Object")}]`;
+
+    ctx.last = level + 1;
+    ctx.open.push(value);
+    let items;
+    try {
+      items = shape.items ? shape.items(level + 1) : [];
+      for (const key of shape.keys) items.push(property(value, key, ctx, level + 1));
+      for (const key of shape.hidden || []) {
+        items.push(property(value, key, ctx, level + 1, { value: value[key], enumerable: false }));
       }
-      proto = Object.getPrototypeOf(proto);
-      if (first && proto === null) return null;
-      first = false;
+    } catch (err) {
+      if (!(err instanceof RangeError || (err && err.name === "RuntimeLimitError"))) throw err;
+      return `[${label(name, tag, "Object")}: Inspection interrupted prematurely. Maximum call stack size exceeded.]`;
+    } finally {
+      ctx.open.pop();
+    }
+    const ref = ctx.refs.get(value);
+    const base = ref === undefined ? shape.base || "" : `<ref *${ref}>${shape.base ? ` ${shape.base}` : ""}`;
+    // How far below this list the list opened last lies: Node keeps a list on one line
+    // only if that is less than `compact` (3) levels.
+    const below = ctx.last - (level + 1);
+    // Arrays of numbers only align their columns to the right.
+    const numeric = shape.arrayLike && items.every((_, i) => ["number", "bigint"].includes(typeof value[i]));
+    return { base, open: shape.open, close: shape.close || "}", items, arrayLike: shape.arrayLike, below, numeric };
+  }
+
+  // What an object shows: text complete in itself, or `{ open, close, base, items, keys,
+  // hidden, arrayLike }` for a list: `items(level)` makes its entries (elements, map
+  // entries…), `keys` its own properties, `hidden` properties printed as `[name]: value`.
+  function shapeOf(value, name, tag, keys, ctx, level) {
+    const elements = (length, item) => (level) => {
+      const items = [];
+      for (let i = 0; i < Math.min(length, ctx.maxArrayLength); i++) items.push(item(i, level));
+      if (length > ctx.maxArrayLength) items.push(`... ${plural(length - ctx.maxArrayLength, "more item")}`);
+      return items;
+    };
+    if (Array.isArray(value)) {
+      const length = value.length;
+      const open = name !== "Array" || tag !== "" ? `${label(name, tag, "Array", `(${length})`)} [` : "[";
+      keys = withoutIndices(keys, length);
+      if (length === 0 && keys.length === 0) return `${open}]`;
+      return { open, close: "]", keys, arrayLike: true, items: (level) => arrayItems(value, ctx, level) };
+    }
+    if (isSet(value) || isMap(value)) {
+      const map = isMap(value);
+      const size = (map ? mapSize : setSize).call(value);
+      const open = `${label(name, tag, map ? "Map" : "Set", `(${size})`)} {`;
+      if (size === 0 && keys.length === 0) return `${open}}`;
+      let entries; // read when shown, not past the depth limit
+      const at = (i) => (entries ??= [...(map ? Map.prototype.entries : Set.prototype.values).call(value)])[i];
+      const entry = map
+        ? (i, level) => ({ left: describe(at(i)[0], ctx, level), sep: " => ", right: describe(at(i)[1], ctx, level) })
+        : (i, level) => describe(at(i), ctx, level);
+      return { open, keys, items: elements(size, entry) };
+    }
+    if (isTypedArray(value)) {
+      const length = typedArrayLength.call(value);
+      const open = `${label(name, tag, typedArrayName.call(value), `(${length})`)} [`;
+      keys = withoutIndices(keys, length);
+      if (length === 0 && keys.length === 0) return `${open}]`;
+      const item = (i) => (typeof value[i] === "bigint" ? `${value[i]}n` : numberText(value[i]));
+      return { open, close: "]", keys, arrayLike: true, items: elements(length, item) };
+    }
+    const plain = (base) => ({ open: "{", keys, base });
+    if (typeof value === "function") {
+      if (!ctx.showHidden) keys = keys.filter((k) => k !== "prototype");
+      return keys.length === 0 ? functionText(value, name, tag) : plain(functionText(value, name, tag));
+    }
+    if (isRegExp(value)) {
+      const text = RegExp.prototype.toString.call(value);
+      const base = name === "RegExp" && tag === "" ? text : `${label(name, tag, "RegExp")} ${text}`;
+      keys = keys.filter((k) => k !== "lastIndex");
+      return keys.length === 0 || level > ctx.depth ? base : plain(base);
+    }
+    if (isDate(value)) {
+      const time = Date.prototype.getTime.call(value);
+      const text = Number.isNaN(time) ? "Invalid Date" : Date.prototype.toISOString.call(value);
+      const base = name === "Date" && tag === "" ? text : `${label(name, tag, "Date")} ${text}`;
+      return keys.length === 0 ? base : plain(base);
+    }
+    if (isError(value)) {
+      const text = errorText(value, name, keys);
+      return keys.length === 0 ? { block: text } : plain(text);
+    }
+    const box = typeof value === "object" ? boxes.find(([, valueOf]) => accepts(valueOf)(value)) : undefined;
+    if (box !== undefined) {
+      const [type, valueOf] = box;
+      const inner = valueOf.call(value);
+      const kind = type === name ? type : `${type} (${name === null ? "null prototype" : name})`;
+      const shown = typeof inner === "string" ? quote(inner) : describe(inner, ctx, level);
+      let base = `[${kind}: ${shown}]`;
+      if (tag !== "" && tag !== name) base += ` [${tag}]`;
+      if (type === "String") keys = withoutIndices(keys, inner.length);
+      return keys.length === 0 ? base : plain(base);
+    }
+    const open = (fallback) => `${label(name, tag, fallback)} {`;
+    if (isArrayBuffer(value) || isSharedArrayBuffer(value)) {
+      const type = isArrayBuffer(value) ? "ArrayBuffer" : "SharedArrayBuffer";
+      return { open: open(type), keys, hidden: ["byteLength"], items: () => [bufferBytes(value, ctx)] };
+    }
+    if (isDataView(value)) return { open: open("DataView"), keys, hidden: ["byteLength", "byteOffset", "buffer"] };
+    if (isPromise(value)) {
+      const [state, result] = natives.promiseState(value);
+      const settled = (level) => {
+        const shown = describe(result, ctx, level);
+        return state === 2 ? { left: "<rejected>", sep: " ", right: shown } : shown;
+      };
+      return { open: open("Promise"), keys, items: (level) => [state === 0 ? "<pending>" : settled(level)] };
+    }
+    if (isWeakMap(value) || isWeakSet(value)) {
+      return { open: open(isWeakMap(value) ? "WeakMap" : "WeakSet"), keys, items: () => ["<items unknown>"] };
+    }
+    if (name === "Object" && isArguments(value)) {
+      return keys.length === 0 ? "[Arguments] {}" : { open: "[Arguments] {", keys };
+    }
+    const head = name === "Object" && tag === "" ? "{" : open("Object");
+    return keys.length === 0 ? `${head}}` : { open: head, keys };
+  }
+
+  // The elements of an array, a run of holes as one `<n empty items>`.
+  function arrayItems(array, ctx, level) {
+    const length = array.length;
+    const items = [];
+    let present; // the own indices, looked up at the first hole
+    let next = 0;
+    let i = 0;
+    while (i < length && items.length < ctx.maxArrayLength) {
+      if (hasOwn(array, i)) {
+        items.push(slot(array, i, ctx, level));
+        i++;
+        continue;
+      }
+      present ??= Object.keys(array).filter(isIndex).map(Number);
+      while (next < present.length && present[next] <= i) next++;
+      const end = next < present.length ? Math.min(present[next], length) : length;
+      items.push(`<${plural(end - i, "empty item")}>`);
+      i = end;
+    }
+    if (i < length) items.push(`... ${plural(length - i, "more item")}`);
+    return items;
+  }
+
+  function bufferBytes(buffer, ctx) {
+    let bytes;
+    try {
+      bytes = new Uint8Array(buffer);
+    } catch {
+      return "(detached)";
+    }
+    const shown = Math.min(bytes.length, ctx.maxArrayLength);
+    const hex = Array.from(bytes.subarray(0, shown), (b) => b.toString(16).padStart(2, "0")).join(" ");
+    const more = bytes.length > shown ? ` ... ${plural(bytes.length - shown, "more byte")}` : "";
+    return `[Uint8Contents]: <${hex}${more}>`;
+  }
+
+  // `key: value`, with the key as Node writes it: bare if it is an identifier, quoted if
+  // not, in brackets if it is a symbol or not enumerable.
+  function property(obj, key, ctx, level, desc = Object.getOwnPropertyDescriptor(obj, key)) {
+    desc ??= { value: obj[key], enumerable: true };
+    const right = slot(obj, key, ctx, level, desc);
+    let left;
+    if (typeof key === "symbol") left = `[${String(key).replace(unsafe, escapeChar)}]`;
+    else if (key === "__proto__") left = "['__proto__']";
+    else {
+      left = /^[a-zA-Z_][a-zA-Z_0-9]*$/.test(key) ? `${key}` : quote(`${key}`);
+      if (desc.enumerable === false) left = `[${left}]`;
+    }
+    return { left, sep: ": ", right };
+  }
+
+  // A property's value; an accessor shows as what it has, `[Getter]`, `[Setter]` or both.
+  function slot(obj, key, ctx, level, desc = Object.getOwnPropertyDescriptor(obj, key)) {
+    if (desc === undefined || desc.value !== undefined) return describe(desc ? desc.value : obj[key], ctx, level);
+    if (desc.get !== undefined) return desc.set !== undefined ? "[Getter/Setter]" : "[Getter]";
+    return desc.set !== undefined ? "[Setter]" : "undefined";
+  }
+
+  function ownKeys(value, showHidden) {
+    const names = showHidden ? Object.getOwnPropertyNames(value) : Object.keys(value);
+    const symbols = Object.getOwnPropertySymbols(value).filter((s) => showHidden || isEnumerable(value, s));
+    return names.concat(symbols);
+  }
+
+  const isIndex = (key) => typeof key === "string" && /^(0|[1-9][0-9]*)$/.test(key) && Number(key) < 4294967295;
+  // Own keys list the indices first, so the others follow the last index.
+  function withoutIndices(keys, length) {
+    let start = Math.min(length, keys.length);
+    while (start > 0 && !isIndex(keys[start - 1])) start--;
+    return keys.slice(start).filter((k) => !isIndex(k));
+  }
+
+  // The name of the nearest constructor on the prototype chain the object is an instance
+  // of (`Foo` for `new Foo()`), or null for an object without a prototype.
+  function constructorName(obj) {
+    if (Object.getPrototypeOf(obj) === null) return null;
+    for (let o = obj; o !== null; o = Object.getPrototypeOf(o)) {
+      let ctor;
+      try {
+        ctor = Object.getOwnPropertyDescriptor(o, "constructor")?.value;
+        if (typeof ctor === "function" && ctor.name !== "" && obj instanceof ctor) return String(ctor.name);
+      } catch {}
     }
     return "Object";
   }
 
-  function isInstanceof(object, constructor) {
-    try {
-      return object instanceof constructor;
-    } catch {
-      return false;
-    }
-  }
-
-  function getPrefix(constructor, tag, fallback, size = "") {
-    if (constructor === null) {
-      if (tag !== "" && fallback !== tag) return `[${fallback}${size}: null prototype] [${tag}] `;
-      return `[${fallback}${size}: null prototype] `;
-    }
-    if (tag !== "" && constructor !== tag) return `${constructor}${size} [${tag}] `;
-    return `${constructor}${size} `;
-  }
-
-  const isIndex = (key) => /^(0|[1-9][0-9]*)$/.test(key) && Number(key) < 4294967295;
-
-  function getKeys(value, showHidden) {
-    let keys;
-    const symbols = Object.getOwnPropertySymbols(value);
-    if (showHidden) {
-      keys = Object.getOwnPropertyNames(value);
-      if (symbols.length !== 0) keys.push(...symbols);
-    } else {
-      keys = Object.keys(value);
-      for (const symbol of symbols) {
-        if (Object.prototype.propertyIsEnumerable.call(value, symbol)) keys.push(symbol);
-      }
-    }
-    return keys;
-  }
-
-  function getFunctionBase(value, constructor, tag) {
-    const prototype = Object.getOwnPropertyDescriptor(value, "prototype");
-    const source = Function.prototype.toString.call(value);
-    const name = typeof value.name === "string" ? value.name : "";
-    // Boa prints classes as native code; a class's `prototype` is read-only, a function's
-    // is not, and built-in constructors are globals.
+  function functionText(fn, name, tag) {
+    const own = typeof fn.name === "string" ? fn.name : "";
+    const suffix = tag !== "" && tag !== name ? ` [${tag}]` : "";
+    // Boa prints a class's source as native code; unlike a function's, a class's
+    // `prototype` is read-only, and built-in constructors are globals.
+    const prototype = Object.getOwnPropertyDescriptor(fn, "prototype");
     if (
       prototype !== undefined &&
       prototype.writable === false &&
-      source.includes("[native code]") &&
-      !(name !== "" && G[name] === value)
+      Function.prototype.toString.call(fn).includes("[native code]") &&
+      !(own !== "" && G[own] === fn)
     ) {
-      let base = `[class ${name === "" ? "(anonymous)" : name}`;
-      const parent = Object.getPrototypeOf(value);
-      if (parent !== Function.prototype && parent !== null && typeof parent === "function") {
-        base += ` extends ${parent.name || "(anonymous)"}`;
-      }
-      if (constructor !== "Function" && constructor !== null) base += ` [${constructor}]`;
-      if (tag !== "" && constructor !== tag) base += ` [${tag}]`;
-      return base + "]";
+      const parent = Object.getPrototypeOf(fn);
+      const extend =
+        typeof parent === "function" && parent !== Function.prototype ? ` extends ${parent.name || "(anonymous)"}` : "";
+      const kind = name !== "Function" && name !== null ? ` [${name}]` : "";
+      return `[class ${own || "(anonymous)"}${extend}${kind}${suffix}]`;
     }
-    let type = "Function";
-    const proto = Object.getPrototypeOf(value);
-    if (proto === GeneratorFunction) type = "GeneratorFunction";
-    else if (proto === AsyncFunction) type = "AsyncFunction";
-    else if (proto === AsyncGeneratorFunction) type = "AsyncGeneratorFunction";
-    let base = `[${type}`;
-    if (constructor === null) base += " (null prototype)";
-    base += name === "" ? " (anonymous)" : `: ${name}`;
-    base += "]";
-    if (constructor !== type && constructor !== null && constructor !== "Function") base += ` ${constructor}`;
-    if (tag !== "" && constructor !== tag) base += ` [${tag}]`;
-    return base;
+    const type = functionKinds.get(Object.getPrototypeOf(fn)) || "Function";
+    let text = `[${type}${name === null ? " (null prototype)" : ""}${own === "" ? " (anonymous)" : `: ${own}`}]`;
+    if (name !== null && name !== type && name !== "Function") text += ` ${name}`;
+    return text + suffix;
   }
 
-  function errorToString(err) {
+  // ---------------------------------------------------------------------------------------
+  // Errors. Boa's `stack` holds only the frames, so an error prints as `toString()` and
+  // its frames (the prelude's left out); one without frames as `[Error: message]`.
+  function errorString(err) {
     try {
       return Error.prototype.toString.call(err);
     } catch {
@@ -308,7 +418,8 @@
     }
   }
 
-  // The frames of Boa's `stack` (it has no header line, unlike V8's), without the prelude's.
+  // The frames of an error's stack, without the prelude's; null for a stack the program
+  // set itself, starting with its own first line.
   function stackFrames(err) {
     let stack;
     try {
@@ -316,567 +427,245 @@
     } catch {}
     if (typeof stack !== "string") return [];
     const lines = stack.split("\n").filter((line) => line.trim() !== "");
-    // A stack set by the program itself that already starts with its message.
     if (lines.length !== 0 && !/^\s+at /.test(lines[0])) return null;
     return lines.filter((line) => !line.includes(PRELUDE));
   }
 
-  function formatError(err, constructor, tag, ctx, keys) {
-    let stack;
+  // The text an error prints as. Takes out of `keys` what that text shows already, and adds
+  // `cause` and `errors`, which Node shows even when they are not enumerable.
+  function errorText(err, name, keys) {
     const frames = stackFrames(err);
+    let text;
     if (frames === null) {
-      stack = String(err.stack).trimEnd();
+      text = String(err.stack).trimEnd();
     } else {
-      stack = errorToString(err);
-      // `class MyError extends Error` without its own `name`: show the class too.
-      const name = err.name === undefined ? "Error" : String(err.name);
-      if (constructor !== null && constructor !== name && !stack.startsWith(constructor) && constructor !== "Error" && stack.startsWith(name)) {
-        stack = `${constructor} [${name}]${stack.slice(name.length)}`;
+      text = errorString(err);
+      // `class MyError extends Error` without a `name` of its own: `MyError [Error]: …`.
+      const errName = err.name === undefined ? "Error" : String(err.name);
+      if (name !== null && name !== errName && name !== "Error" && !text.startsWith(name) && text.startsWith(errName)) {
+        text = `${name} [${errName}]${text.slice(errName.length)}`;
       }
-      stack = frames.length === 0 ? `[${stack}]` : `${stack}\n${frames.join("\n")}`;
+      text = frames.length === 0 ? `[${text}]` : `${text}\n${frames.join("\n")}`;
     }
     for (const key of ["name", "message", "stack"]) {
       const index = keys.indexOf(key);
-      if (index !== -1) {
-        const v = err[key];
-        if (typeof v === "string" && stack.includes(v)) keys.splice(index, 1);
-      }
+      if (index !== -1 && typeof err[key] === "string" && text.includes(err[key])) keys.splice(index, 1);
     }
     if ("cause" in err && !keys.includes("cause")) keys.push("cause");
     if (Array.isArray(err.errors) && !keys.includes("errors")) keys.push("errors");
-    if (ctx.indentationLvl !== 0) stack = stack.replaceAll("\n", `\n${" ".repeat(ctx.indentationLvl)}`);
-    return stack;
+    return text;
   }
 
-  function formatRaw(ctx, value, recurseTimes, typedArray) {
-    let keys;
-    const constructor = getConstructorName(value);
-    let tag;
-    try {
-      tag = value[Symbol.toStringTag];
-    } catch {}
-    if (typeof tag !== "string" || (tag !== "" && Object.prototype.propertyIsEnumerable.call(value, Symbol.toStringTag))) {
-      tag = "";
-    }
-    let base = "";
-    let formatter = () => [];
-    let braces;
-    let noIterator = true;
-    let extrasType = kObjectType;
-    const filterKeys = (v) => getKeys(v, ctx.showHidden);
+  // ---------------------------------------------------------------------------------------
+  // Laying out: a node, at an indentation, becomes text. A list's items are laid out first
+  // (at two more spaces), and their widths decide how the list is written.
+  function lay(node, indent, ctx) {
+    if (typeof node === "string") return node;
+    if (node.string !== undefined) return stringText(node.string, indent, ctx);
+    if (node.block !== undefined) return node.block.replaceAll("\n", `\n${spaces(indent)}`);
+    if (node.sep !== undefined) return lay(node.left, indent, ctx) + node.sep + lay(node.right, indent, ctx);
+    if (ctx.compact === true) return layLegacy(node, indent, ctx);
 
-    if (Symbol.iterator in value || constructor === null) {
-      noIterator = false;
-      if (Array.isArray(value)) {
-        const prefix = constructor !== "Array" || tag !== "" ? getPrefix(constructor, tag, "Array", `(${value.length})`) : "";
-        keys = filterKeys(value).filter((k) => typeof k !== "string" || !isIndex(k));
-        if (ctx.showHidden) keys = keys.filter((k) => k !== "length");
-        braces = [`${prefix}[`, "]"];
-        if (value.length === 0 && keys.length === 0) return `${braces[0]}]`;
-        extrasType = kArrayExtrasType;
-        formatter = formatArray;
-      } else if (isSet(value)) {
-        const size = setSize.call(value);
-        const prefix = getPrefix(constructor, tag, "Set", `(${size})`);
-        keys = filterKeys(value);
-        formatter = formatSet;
-        if (size === 0 && keys.length === 0) return `${prefix}{}`;
-        braces = [`${prefix}{`, "}"];
-      } else if (isMap(value)) {
-        const size = mapSize.call(value);
-        const prefix = getPrefix(constructor, tag, "Map", `(${size})`);
-        keys = filterKeys(value);
-        formatter = formatMap;
-        if (size === 0 && keys.length === 0) return `${prefix}{}`;
-        braces = [`${prefix}{`, "}"];
-      } else if (isTypedArray(value)) {
-        keys = filterKeys(value).filter((k) => typeof k !== "string" || !isIndex(k));
-        const size = typedArrayLength.call(value);
-        const prefix = getPrefix(constructor, tag, typedArrayTag.call(value), `(${size})`);
-        braces = [`${prefix}[`, "]"];
-        if (size === 0 && keys.length === 0) return `${braces[0]}]`;
-        formatter = (ctx, v) => formatTypedArray(ctx, v, size);
-        extrasType = kArrayExtrasType;
-      } else {
-        noIterator = true;
+    const parts = node.items.map((item) => lay(item, indent + 2, ctx));
+    if (ctx.sorted && !node.arrayLike) parts.sort(typeof ctx.sorted === "function" ? ctx.sorted : undefined);
+    const base = node.base.replaceAll("\n", `\n${spaces(indent)}`);
+    const head = base === "" ? node.open : `${base} ${node.open}`;
+    let lines = parts;
+    if (typeof ctx.compact === "number" && ctx.compact >= 1) {
+      if (node.arrayLike && parts.length > 6) lines = columns(parts, node.numeric, indent, ctx) || parts;
+      // One line if it fits (Node counts 10 more columns than the line takes) and the
+      // innermost list opened last is less than `compact` levels down.
+      const length = indent + base.length + node.open.length + 10 + parts.reduce((sum, p) => sum + p.length + 2, 0);
+      const fits = length <= ctx.breakLength && !base.includes("\n") && !parts.some((p) => p.includes("\n"));
+      if (lines === parts && node.below < ctx.compact && fits) return `${head} ${parts.join(", ")} ${node.close}`;
+    }
+    const newline = `\n${spaces(indent)}`;
+    return `${head}${newline}  ${lines.join(`,${newline}  `)}${newline}${node.close}`;
+  }
+
+  // A long string with line breaks is written a line a piece, joined by `+`.
+  function stringText(str, indent, ctx) {
+    let more = "";
+    if (str.length > ctx.maxStringLength) {
+      more = `... ${plural(str.length - ctx.maxStringLength, "more character")}`;
+      str = str.slice(0, Math.max(0, ctx.maxStringLength));
+    }
+    if (ctx.compact !== true && str.length > 16 && str.length > ctx.breakLength - indent - 4) {
+      return str.split(/(?<=\n)/).map(quote).join(` +\n${spaces(indent + 2)}`) + more;
+    }
+    return quote(str) + more;
+  }
+
+  // More than six short items of an array are written in columns, as many as Node would
+  // choose: about sqrt(2.5 × item width × items) / item width, at most 15 and 4 × compact,
+  // and no more than fit in the break length. Undefined when the items are too wide.
+  function columns(parts, numeric, indent, ctx) {
+    // A `... more items` line stays on its own.
+    const count = parts.length > ctx.maxArrayLength ? parts.length - 1 : parts.length;
+    const widths = parts.slice(0, count).map(width);
+    const cell = Math.max(...widths) + 2; // with its ", "
+    const total = widths.reduce((sum, w) => sum + w + 2, 0);
+    if (cell * 3 + indent >= ctx.breakLength || (total / cell <= 5 && cell > 8)) return undefined;
+    const unit = Math.max(cell - 3 - Math.sqrt(cell - total / parts.length), 1);
+    const across = Math.min(
+      Math.round(Math.sqrt(2.5 * unit * count) / unit),
+      Math.floor((ctx.breakLength - indent) / cell),
+      ctx.compact * 4,
+      15,
+    );
+    if (across <= 1) return undefined;
+    const columnWidth = [];
+    for (let c = 0; c < across; c++) {
+      let w = 0;
+      for (let i = c; i < count; i += across) w = Math.max(w, widths[i]);
+      columnWidth.push(w + 2);
+    }
+    const lines = [];
+    for (let start = 0; start < count; start += across) {
+      const end = Math.min(start + across, count);
+      let line = "";
+      for (let i = start; i < end; i++) {
+        const last = i === end - 1;
+        const text = last ? parts[i] : `${parts[i]}, `;
+        const pad = spaces(columnWidth[i - start] - (last ? 2 : 0) - width(text));
+        line += numeric ? pad + text : last ? text : text + pad;
       }
+      lines.push(line);
     }
-    if (noIterator) {
-      keys = filterKeys(value);
-      braces = ["{", "}"];
-      if (constructor === "Object") {
-        if (isArguments(value)) braces[0] = "[Arguments] [";
-        else if (tag !== "") braces[0] = `${getPrefix(constructor, tag, "Object")}{`;
-        if (isArguments(value)) {
-          braces[1] = "]";
-          extrasType = kArrayExtrasType;
-          keys = keys.filter((k) => typeof k !== "string" || !isIndex(k));
-          formatter = formatArray;
-          if (value.length === 0 && keys.length === 0) return "[Arguments] []";
-        } else if (keys.length === 0) {
-          return `${braces[0]}}`;
-        }
-      } else if (typeof value === "function") {
-        base = getFunctionBase(value, constructor, tag);
-        keys = keys.filter((k) => k !== "prototype");
-        if (keys.length === 0) return base;
-      } else if (isRegExp(value)) {
-        base = RegExp.prototype.toString.call(value);
-        const prefix = getPrefix(constructor, tag, "RegExp");
-        if (prefix !== "RegExp ") base = `${prefix}${base}`;
-        keys = keys.filter((k) => k !== "lastIndex");
-        if (keys.length === 0 || recurseTimes > ctx.depth) return base;
-      } else if (isDate(value)) {
-        base = Number.isNaN(Date.prototype.getTime.call(value))
-          ? Date.prototype.toString.call(value)
-          : Date.prototype.toISOString.call(value);
-        const prefix = getPrefix(constructor, tag, "Date");
-        if (prefix !== "Date ") base = `${prefix}${base}`;
-        if (keys.length === 0) return base;
-      } else if (isError(value)) {
-        base = formatError(value, constructor, tag, ctx, keys);
-        if (keys.length === 0) return base;
-      } else if (isArrayBuffer(value) || isSharedArrayBuffer(value)) {
-        const type = isArrayBuffer(value) ? "ArrayBuffer" : "SharedArrayBuffer";
-        const prefix = getPrefix(constructor, tag, type);
-        if (typedArray === undefined) {
-          formatter = formatArrayBuffer;
-        } else if (keys.length === 0) {
-          return prefix + `{ byteLength: ${formatNumber(value.byteLength)} }`;
-        }
-        braces[0] = `${prefix}{`;
-        keys.unshift("byteLength");
-      } else if (isDataView(value)) {
-        braces[0] = `${getPrefix(constructor, tag, "DataView")}{`;
-        keys.unshift("byteLength", "byteOffset", "buffer");
-      } else if (isPromise(value)) {
-        braces[0] = `${getPrefix(constructor, tag, "Promise")}{`;
-        formatter = formatPromise;
-      } else if (isWeakSet(value)) {
-        braces[0] = `${getPrefix(constructor, tag, "WeakSet")}{`;
-        formatter = () => ["<items unknown>"];
-      } else if (isWeakMap(value)) {
-        braces[0] = `${getPrefix(constructor, tag, "WeakMap")}{`;
-        formatter = () => ["<items unknown>"];
-      } else {
-        const box = typeof value === "object" ? boxed.find(([, is]) => is(value)) : undefined;
-        if (box !== undefined) {
-          const [type, , unbox] = box;
-          const primitive = unbox(value);
-          let text = `[${type}`;
-          if (type !== constructor) text += constructor === null ? " (null prototype)" : ` (${constructor})`;
-          text += `: ${formatPrimitive({ ...defaults, compact: true, indentationLvl: 0 }, primitive)}]`;
-          if (tag !== "" && tag !== constructor) text += ` [${tag}]`;
-          if (type === "String") keys = keys.filter((k) => typeof k !== "string" || !isIndex(k));
-          base = text;
-          if (keys.length === 0) return base;
-        } else {
-          if (keys.length === 0) return `${getPrefix(constructor, tag, "Object")}{}`;
-          braces[0] = `${getPrefix(constructor, tag, "Object")}{`;
-        }
-      }
-    }
-
-    if (recurseTimes > ctx.depth) {
-      let name = getPrefix(constructor, tag, "Object").slice(0, -1);
-      if (constructor !== null) name = `[${name}]`;
-      return name;
-    }
-    recurseTimes += 1;
-    ctx.seen.push(value);
-    ctx.currentDepth = recurseTimes;
-    let output;
-    try {
-      output = formatter(ctx, value, recurseTimes);
-      for (const key of keys) output.push(formatProperty(ctx, value, recurseTimes, key, extrasType));
-    } catch (err) {
-      ctx.seen.pop();
-      if (err instanceof RangeError || (err && err.name === "RuntimeLimitError")) {
-        return `[${getPrefix(constructor, tag, "Object").slice(0, -1)}: Inspection interrupted prematurely. Maximum call stack size exceeded.]`;
-      }
-      throw err;
-    }
-    if (ctx.circular !== undefined) {
-      const index = ctx.circular.get(value);
-      if (index !== undefined) {
-        const reference = `<ref *${index}>`;
-        base = base === "" ? reference : `${reference} ${base}`;
-      }
-    }
-    ctx.seen.pop();
-    if (ctx.sorted) {
-      const comparator = ctx.sorted === true ? undefined : ctx.sorted;
-      if (extrasType === kObjectType) output.sort(comparator);
-    }
-    return reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value);
+    if (count < parts.length) lines.push(parts[count]);
+    return lines;
   }
 
-  function formatProperty(ctx, value, recurseTimes, key, type) {
-    let name;
-    let str;
-    let extra = " ";
-    const desc = Object.getOwnPropertyDescriptor(value, key) || { value: value[key], enumerable: true };
-    if (desc.value !== undefined) {
-      const diff = ctx.compact !== true || type !== kObjectType ? 2 : 3;
-      ctx.indentationLvl += diff;
-      str = formatValue(ctx, desc.value, recurseTimes);
-      if (diff === 3 && ctx.breakLength < str.length) extra = `\n${" ".repeat(ctx.indentationLvl)}`;
-      ctx.indentationLvl -= diff;
-    } else if (desc.get !== undefined) {
-      str = desc.set !== undefined ? "[Getter/Setter]" : "[Getter]";
-    } else if (desc.set !== undefined) {
-      str = "[Setter]";
-    } else {
-      str = "undefined";
+  // `compact: true`, Node's older layout: everything on one line if it fits, else each
+  // entry on its own line with the closing bracket after the last.
+  function layLegacy(node, indent, ctx) {
+    const step = node.arrayLike ? 2 : 3;
+    const parts = node.items.map((item) => {
+      if (item.sep !== ": " || node.arrayLike) return lay(item, indent + step, ctx);
+      const value = lay(item.right, indent + step, ctx);
+      return `${item.left}:${value.length > ctx.breakLength ? `\n${spaces(indent + step)}` : " "}${value}`;
+    });
+    if (ctx.sorted && !node.arrayLike) parts.sort(typeof ctx.sorted === "function" ? ctx.sorted : undefined);
+    const base = node.base ? ` ${node.base}` : "";
+    const total = parts.reduce((sum, p) => sum + p.length + 1, 0);
+    if (total <= ctx.breakLength && !base.includes("\n")) {
+      return `${node.open}${base} ${parts.join(", ")} ${node.close}`;
     }
-    if (type === kArrayExtrasType) return str;
-    if (typeof key === "symbol") name = `[${symbolToString(key).replace(/[\x00-\x1f\x27\x5c\x7f-\x9f]/g, (c) => meta[c.charCodeAt(0)])}]`;
-    else if (key === "__proto__") name = "['__proto__']";
-    else if (desc.enumerable === false) name = `[${/^[a-zA-Z_][a-zA-Z_0-9]*$/.test(key) ? key : strEscape(key)}]`;
-    else if (/^[a-zA-Z_][a-zA-Z_0-9]*$/.test(key)) name = key;
-    else name = strEscape(key);
-    return `${name}:${extra}${str}`;
+    const start = base === "" && node.open.length === 1 ? " " : `${base}\n${spaces(indent + 2)}`;
+    return `${node.open}${start}${parts.join(`,\n${spaces(indent + 2)}`)} ${node.close}`;
   }
 
-  function remainingText(remaining) {
-    return `... ${remaining} more item${remaining > 1 ? "s" : ""}`;
-  }
-
-  function formatArray(ctx, value, recurseTimes) {
-    const length = value.length;
-    const output = [];
-    let i = 0;
-    let shown = 0;
-    while (i < length && shown < ctx.maxArrayLength) {
-      if (!hasOwn(value, i)) {
-        let holes = 0;
-        while (i < length && !hasOwn(value, i)) {
-          holes++;
-          i++;
-        }
-        output.push(`<${holes} empty item${holes > 1 ? "s" : ""}>`);
-      } else {
-        output.push(formatProperty(ctx, value, recurseTimes, i, kArrayExtrasType));
-        i++;
-      }
-      shown++;
-    }
-    const remaining = length - i;
-    if (remaining > 0) output.push(remainingText(remaining));
-    return output;
-  }
-
-  function formatTypedArray(ctx, value, length) {
-    const max = Math.min(Math.max(0, ctx.maxArrayLength), length);
-    const output = [];
-    for (let i = 0; i < max; i++) {
-      const element = value[i];
-      output.push(typeof element === "bigint" ? `${element}n` : formatNumber(element));
-    }
-    if (length > max) output.push(remainingText(length - max));
-    return output;
-  }
-
-  function formatArrayBuffer(ctx, value) {
-    let bytes;
-    try {
-      bytes = new Uint8Array(value);
-    } catch {
-      return ["(detached)"];
-    }
-    const shown = Math.min(50, bytes.length);
-    let hex = "";
-    for (let i = 0; i < shown; i++) hex += (i ? " " : "") + bytes[i].toString(16).padStart(2, "0");
-    const remaining = bytes.length - shown;
-    if (remaining > 0) hex += ` ... ${remaining} more byte${remaining > 1 ? "s" : ""}`;
-    return [`[Uint8Contents]: <${hex}>`];
-  }
-
-  function formatSet(ctx, value, recurseTimes) {
-    const output = [];
-    ctx.indentationLvl += 2;
-    let shown = 0;
-    const size = setSize.call(value);
-    for (const v of Set.prototype.values.call(value)) {
-      if (shown++ >= ctx.maxArrayLength) break;
-      output.push(formatValue(ctx, v, recurseTimes));
-    }
-    if (size > ctx.maxArrayLength) output.push(remainingText(size - ctx.maxArrayLength));
-    ctx.indentationLvl -= 2;
-    return output;
-  }
-
-  function formatMap(ctx, value, recurseTimes) {
-    const output = [];
-    ctx.indentationLvl += 2;
-    let shown = 0;
-    const size = mapSize.call(value);
-    for (const [k, v] of Map.prototype.entries.call(value)) {
-      if (shown++ >= ctx.maxArrayLength) break;
-      output.push(`${formatValue(ctx, k, recurseTimes)} => ${formatValue(ctx, v, recurseTimes)}`);
-    }
-    if (size > ctx.maxArrayLength) output.push(remainingText(size - ctx.maxArrayLength));
-    ctx.indentationLvl -= 2;
-    return output;
-  }
-
-  function formatPromise(ctx, value, recurseTimes) {
-    const [state, result] = natives.promiseState(value);
-    if (state === 0) return ["<pending>"];
-    ctx.indentationLvl += 2;
-    const str = formatValue(ctx, result, recurseTimes);
-    ctx.indentationLvl -= 2;
-    return [state === 2 ? `<rejected> ${str}` : str];
-  }
-
-  function groupArrayElements(ctx, output, value) {
-    let totalLength = 0;
-    let maxLength = 0;
-    let outputLength = output.length;
-    if (ctx.maxArrayLength < output.length) outputLength--;
-    const separatorSpace = 2;
-    const dataLen = new Array(outputLength);
-    for (let i = 0; i < outputLength; i++) {
-      const len = output[i].length;
-      dataLen[i] = len;
-      totalLength += len + separatorSpace;
-      if (maxLength < len) maxLength = len;
-    }
-    const actualMax = maxLength + separatorSpace;
-    if (actualMax * 3 + ctx.indentationLvl < ctx.breakLength && (totalLength / actualMax > 5 || maxLength <= 6)) {
-      const averageBias = Math.sqrt(actualMax - totalLength / output.length);
-      const biasedMax = Math.max(actualMax - 3 - averageBias, 1);
-      const columns = Math.min(
-        Math.round(Math.sqrt(2.5 * biasedMax * outputLength) / biasedMax),
-        Math.floor((ctx.breakLength - ctx.indentationLvl) / actualMax),
-        ctx.compact * 4,
-        15,
-      );
-      if (columns <= 1) return output;
-      const tmp = [];
-      const maxLineLength = [];
-      for (let i = 0; i < columns; i++) {
-        let lineLength = 0;
-        for (let j = i; j < output.length; j += columns) {
-          if (dataLen[j] > lineLength) lineLength = dataLen[j];
-        }
-        maxLineLength.push(lineLength + separatorSpace);
-      }
-      let padStart = true;
-      if (value !== undefined) {
-        for (let i = 0; i < output.length; i++) {
-          if (typeof value[i] !== "number" && typeof value[i] !== "bigint") {
-            padStart = false;
-            break;
-          }
-        }
-      }
-      for (let i = 0; i < outputLength; i += columns) {
-        const max = Math.min(i + columns, outputLength);
-        let str = "";
-        let j = i;
-        for (; j < max - 1; j++) {
-          const cell = `${output[j]}, `;
-          str += padStart ? cell.padStart(maxLineLength[j - i], " ") : cell.padEnd(maxLineLength[j - i], " ");
-        }
-        if (padStart) {
-          str += output[j].padStart(maxLineLength[j - i] - separatorSpace, " ");
-        } else {
-          str += output[j];
-        }
-        tmp.push(str);
-      }
-      if (ctx.maxArrayLength < output.length) tmp.push(output[outputLength]);
-      output = tmp;
-    }
-    return output;
-  }
-
-  function isBelowBreakLength(ctx, output, start, base) {
-    let totalLength = output.length + start;
-    if (totalLength + output.length > ctx.breakLength) return false;
-    for (const entry of output) {
-      totalLength += entry.length;
-      if (totalLength > ctx.breakLength) return false;
-    }
-    return base === "" || !base.includes("\n");
-  }
-
-  function reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value) {
-    if (ctx.compact !== true) {
-      if (typeof ctx.compact === "number" && ctx.compact >= 1) {
-        const entries = output.length;
-        if (extrasType === kArrayExtrasType && entries > 6) output = groupArrayElements(ctx, output, value);
-        if (ctx.currentDepth - recurseTimes < ctx.compact && entries === output.length) {
-          const start = output.length + ctx.indentationLvl + braces[0].length + base.length + 10;
-          if (isBelowBreakLength(ctx, output, start, base)) {
-            const joined = output.join(", ");
-            if (!joined.includes("\n")) return `${base ? `${base} ` : ""}${braces[0]} ${joined} ${braces[1]}`;
-          }
-        }
-      }
-      const indentation = `\n${" ".repeat(ctx.indentationLvl)}`;
-      return `${base ? `${base} ` : ""}${braces[0]}${indentation}  ${output.join(`,${indentation}  `)}${indentation}${braces[1]}`;
-    }
-    if (isBelowBreakLength(ctx, output, 0, base)) {
-      return `${braces[0]}${base ? ` ${base}` : ""} ${output.join(", ")} ${braces[1]}`;
-    }
-    const indentation = " ".repeat(ctx.indentationLvl);
-    const ln = base === "" && braces[0].length === 1 ? " " : `${base ? ` ${base}` : ""}\n${indentation}  `;
-    return `${braces[0]}${ln}${output.join(`,\n${indentation}  `)} ${braces[1]}`;
-  }
-
-  function hasBuiltInToString(value) {
-    let proto = value;
-    while (proto !== null) {
-      const descriptor = Object.getOwnPropertyDescriptor(proto, "toString");
-      if (descriptor !== undefined) {
-        return descriptor.value === Object.prototype.toString || descriptor.value === Error.prototype.toString ||
-          descriptor.value === Array.prototype.toString || descriptor.value === Function.prototype.toString ||
-          descriptor.value === Date.prototype.toString || descriptor.value === RegExp.prototype.toString;
-      }
-      proto = Object.getPrototypeOf(proto);
-    }
-    return true;
-  }
-
-  // util.format: printf-like `%s %d %i %f %j %o %O %c %%`, then the rest inspected.
+  // ---------------------------------------------------------------------------------------
+  // util.format: `%s %d %i %f %j %o %O %c` each take the next argument, `%%` is a percent
+  // sign; the arguments left over follow, separated by spaces (strings as they are).
   function format(...args) {
-    const first = args[0];
-    let a = 0;
-    let str = "";
-    let join = "";
-    if (typeof first === "string") {
-      if (args.length === 1) return first;
-      let lastPos = 0;
-      let tempStr;
-      for (let i = 0; i < first.length - 1; i++) {
-        if (first.charCodeAt(i) !== 37) continue;
-        const next = first.charCodeAt(++i);
-        if (a + 1 !== args.length) {
-          switch (next) {
-            case 115: {
-              const arg = args[++a];
-              if (typeof arg === "number") tempStr = formatNumber(arg);
-              else if (typeof arg === "bigint") tempStr = `${arg}n`;
-              else if (typeof arg !== "object" || arg === null || !hasBuiltInToString(arg)) tempStr = String(arg);
-              else tempStr = inspect(arg, { depth: 0 });
-              break;
-            }
-            case 106:
-              try {
-                tempStr = JSON.stringify(args[++a]);
-              } catch {
-                tempStr = "[Circular]";
-              }
-              break;
-            case 100: {
-              const arg = args[++a];
-              if (typeof arg === "bigint") tempStr = `${arg}n`;
-              else if (typeof arg === "symbol") tempStr = "NaN";
-              else tempStr = formatNumber(Number(arg));
-              break;
-            }
-            case 79:
-              tempStr = inspect(args[++a]);
-              break;
-            case 111:
-              tempStr = inspect(args[++a], { showHidden: true, depth: 4 });
-              break;
-            case 105: {
-              const arg = args[++a];
-              if (typeof arg === "bigint") tempStr = `${arg}n`;
-              else if (typeof arg === "symbol") tempStr = "NaN";
-              else tempStr = formatNumber(Number.parseInt(arg));
-              break;
-            }
-            case 102: {
-              const arg = args[++a];
-              tempStr = typeof arg === "symbol" ? "NaN" : formatNumber(Number.parseFloat(arg));
-              break;
-            }
-            case 99:
-              a += 1;
-              tempStr = "";
-              break;
-            case 37:
-              str += first.slice(lastPos, i);
-              lastPos = i + 1;
-              continue;
-            default:
-              continue;
-          }
-          if (lastPos !== i - 1) str += first.slice(lastPos, i - 1);
-          str += tempStr;
-          lastPos = i + 1;
-        } else if (next === 37) {
-          str += first.slice(lastPos, i);
-          lastPos = i + 1;
-        }
-      }
-      if (lastPos !== 0) {
-        a++;
-        join = " ";
-        if (lastPos < first.length) str += first.slice(lastPos);
-      }
+    let next = 0;
+    let text = "";
+    if (typeof args[0] === "string") {
+      next = 1;
+      text =
+        args.length === 1
+          ? args[0]
+          : args[0].replace(/%([sdifjoOc%])/g, (spec, letter) => {
+              if (letter === "%") return "%";
+              return next < args.length ? formatOne(letter, args[next++]) : spec;
+            });
     }
-    while (a < args.length) {
-      const value = args[a];
-      str += join;
-      str += typeof value !== "string" ? inspect(value) : value;
-      join = " ";
-      a++;
+    for (; next < args.length; next++) {
+      const arg = args[next];
+      text += `${next === 0 ? "" : " "}${typeof arg === "string" ? arg : inspect(arg)}`;
     }
-    return str;
+    return text;
   }
 
+  function formatOne(letter, arg) {
+    const asNumber = (convert) =>
+      typeof arg === "bigint" ? `${arg}n` : typeof arg === "symbol" ? "NaN" : numberText(convert(arg));
+    switch (letter) {
+      case "s":
+        if (typeof arg === "number" || typeof arg === "bigint") return asNumber(Number);
+        if (arg !== null && typeof arg === "object" && !printsItself(arg)) return inspect(arg, { depth: 0 });
+        return String(arg);
+      case "d":
+        return asNumber(Number);
+      case "i":
+        return asNumber(Number.parseInt);
+      case "f":
+        return typeof arg === "symbol" ? "NaN" : numberText(Number.parseFloat(arg));
+      case "j":
+        try {
+          return JSON.stringify(arg);
+        } catch {
+          return "[Circular]";
+        }
+      case "o":
+        return inspect(arg, { showHidden: true, depth: 4 });
+      case "O":
+        return inspect(arg);
+      default: // %c: CSS, which a terminal has no use for
+        return "";
+    }
+  }
 
+  // Whether `%s` should print an object with its own `toString` rather than inspect it.
+  const builtIns = [Object, Error, Array, Function, Date, RegExp, Number, String, Boolean, BigInt, Symbol];
+  const builtInToStrings = new Set(builtIns.map((C) => C.prototype.toString));
+  function printsItself(obj) {
+    for (let o = obj; o !== null; o = Object.getPrototypeOf(o)) {
+      const desc = Object.getOwnPropertyDescriptor(o, "toString");
+      if (desc !== undefined) return !builtInToStrings.has(desc.value);
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // console.table: a row per entry of `data`, a column per key of the rows (or per name in
+  // `properties`), and `Values` for the rest.
   function renderTable(data, properties) {
     const cell = (v) => {
-      const depth = v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length > 2 ? -1 : 0;
-      return inspect(v, { depth, maxArrayLength: 3, breakLength: Infinity });
+      const wide = v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length > 2;
+      return inspect(v, { depth: wide ? -1 : 0, maxArrayLength: 3, breakLength: Infinity });
     };
-    const indexKeys = [];
-    const columns = new Map();
-    const values = [];
-    let hasValues = false;
-    const entries = isMap(data)
-      ? [...data].map(([k, v], i) => [i, v, k])
-      : isSet(data)
-        ? [...data].map((v, i) => [i, v])
+    const map = isMap(data);
+    const set = isSet(data);
+    const entries = map
+      ? Array.from(Map.prototype.entries.call(data), ([k, v], i) => [String(i), v, cell(k)])
+      : set
+        ? Array.from(Set.prototype.values.call(data), (v, i) => [String(i), v])
         : Object.keys(data).map((k) => [k, data[k]]);
-    const isMapData = isMap(data);
-    entries.forEach(([key, row, mapKey], r) => {
-      indexKeys.push(isMapData ? cell(mapKey) : String(key));
-      if (row !== null && typeof row === "object") {
-        for (const k of properties || Object.keys(row)) {
-          if (!columns.has(k)) columns.set(k, []);
-          if (hasOwn(row, k)) columns.get(k)[r] = cell(row[k]);
-        }
-      } else {
-        values[r] = cell(row);
-        hasValues = true;
+    const columns = new Map();
+    for (const key of properties || []) columns.set(key, []);
+    const values = [];
+    entries.forEach(([, row], r) => {
+      // A map's or set's entries are values whole; a primitive is one unless columns are named.
+      if (map || set || row === null || typeof row !== "object") {
+        if (!properties) values[r] = cell(row);
+        return;
+      }
+      for (const key of properties || Object.keys(row)) {
+        if (!columns.has(key)) columns.set(key, []);
+        if (hasOwn(row, key)) columns.get(key)[r] = cell(row[key]);
       }
     });
-    const head = [isMapData ? "(iteration index)" : "(index)"];
-    const cols = [indexKeys.map((k, i) => (isMapData ? String(i) : k))];
-    if (isMapData) {
+    const head = [map || set ? "(iteration index)" : "(index)"];
+    const body = [entries.map(([index]) => index)];
+    if (map) {
       head.push("Key");
-      cols.push(indexKeys);
+      body.push(entries.map((e) => e[2]));
     }
-    for (const [k, col] of columns) {
-      head.push(k);
-      cols.push(col);
+    for (const [key, column] of columns) {
+      head.push(String(key));
+      body.push(column);
     }
-    if (hasValues) {
+    if (values.length !== 0) {
       head.push("Values");
-      cols.push(values);
+      body.push(values);
     }
-    const rows = indexKeys.map((_, r) => cols.map((c) => (c[r] === undefined ? "" : c[r])));
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)) + 2);
-    const line = (l, m, r) => l + widths.map((w) => "─".repeat(w)).join(m) + r;
-    const renderRow = (row) => "│" + row.map((c, i) => ` ${c.padEnd(widths[i] - 2)} `).join("│") + "│";
-    return [line("┌", "┬", "┐"), renderRow(head), line("├", "┼", "┤"), ...rows.map(renderRow), line("└", "┴", "┘")].join("\n");
+    const rows = entries.map((_, r) => body.map((column) => column[r] ?? ""));
+    const widths = head.map((h, c) => Math.max(width(h), ...rows.map((row) => width(row[c]))) + 2);
+    const rule = (left, middle, right) => left + widths.map((w) => "─".repeat(w)).join(middle) + right;
+    const line = (row) => `│${row.map((text, c) => ` ${text}${spaces(widths[c] - 1 - width(text))}`).join("│")}│`;
+    return [rule("┌", "┬", "┐"), line(head), rule("├", "┼", "┤"), ...rows.map(line), rule("└", "┴", "┘")].join("\n");
   }
 
   // What standard error shows for an exception nobody caught.
@@ -884,7 +673,7 @@
     let text = inspect(value);
     // An error without a stack (a SyntaxError) needs no brackets here.
     if (value !== null && typeof value === "object" && isError(value)) {
-      const bracketed = `[${errorToString(value)}]`;
+      const bracketed = `[${errorString(value)}]`;
       if (text.startsWith(bracketed)) text = text.slice(1, bracketed.length - 1) + text.slice(bracketed.length);
     }
     return `Uncaught ${inPromise ? "(in promise) " : ""}${text}\n`;

@@ -157,6 +157,304 @@ fn console_table_draws_a_table() {
     );
 }
 
+// The expected outputs below are what Node.js 22 prints for the same programs.
+
+#[test]
+fn long_arrays_print_in_columns() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "console.log(Array.from({length: 120}, (_, i) => i * 3))",
+            concat!(
+                "[\n",
+                "    0,   3,   6,   9,  12,  15,  18,  21,  24,  27,  30,  33,\n",
+                "   36,  39,  42,  45,  48,  51,  54,  57,  60,  63,  66,  69,\n",
+                "   72,  75,  78,  81,  84,  87,  90,  93,  96,  99, 102, 105,\n",
+                "  108, 111, 114, 117, 120, 123, 126, 129, 132, 135, 138, 141,\n",
+                "  144, 147, 150, 153, 156, 159, 162, 165, 168, 171, 174, 177,\n",
+                "  180, 183, 186, 189, 192, 195, 198, 201, 204, 207, 210, 213,\n",
+                "  216, 219, 222, 225, 228, 231, 234, 237, 240, 243, 246, 249,\n",
+                "  252, 255, 258, 261, 264, 267, 270, 273, 276, 279, 282, 285,\n",
+                "  288, 291, 294, 297,\n",
+                "  ... 20 more items\n",
+                "]\n",
+            ),
+        ),
+        (
+            "console.log([1.5, -0, 0, 1e21, 2n, -3n, 10, 100, 1000])",
+            concat!(
+                "[\n",
+                "    1.5,  -0,    0,\n",
+                "  1e+21,  2n,  -3n,\n",
+                "     10, 100, 1000\n",
+                "]\n",
+            ),
+        ),
+        (
+            "console.log(Array.from({length: 10}, (_, i) => 'ab'.repeat(i % 4)))",
+            concat!(
+                "[\n",
+                "  '',     'ab',\n",
+                "  'abab', 'ababab',\n",
+                "  '',     'ab',\n",
+                "  'abab', 'ababab',\n",
+                "  '',     'ab'\n",
+                "]\n",
+            ),
+        ),
+        (
+            "console.log(Array.from({length: 7}, (_, i) => ({ i })))",
+            concat!(
+                "[\n",
+                "  { i: 0 }, { i: 1 },\n",
+                "  { i: 2 }, { i: 3 },\n",
+                "  { i: 4 }, { i: 5 },\n",
+                "  { i: 6 }\n",
+                "]\n",
+            ),
+        ),
+        (
+            "console.log([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6, 7])",
+            concat!(
+                "[ 1, 2, 3, 4, 5, 6 ] [\n",
+                "  1, 2, 3, 4,\n",
+                "  5, 6, 7\n",
+                "]\n",
+            ),
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn lines_break_past_80_columns() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "console.log({k: 'x'.repeat(62)}); console.log({k: 'x'.repeat(63)})",
+            concat!(
+                "{ k: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' }\n",
+                "{\n",
+                "  k: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'\n",
+                "}\n",
+            ),
+        ),
+        (
+            "console.log({outer: {inner: 'y'.repeat(55)}})",
+            concat!(
+                "{\n",
+                "  outer: { inner: 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy' }\n",
+                "}\n",
+            ),
+        ),
+        (
+            "console.log({text: 'word word\\n'.repeat(8)})",
+            concat!(
+                "{\n",
+                "  text: 'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n' +\n",
+                "    'word word\\n'\n",
+                "}\n",
+            ),
+        ),
+        (
+            "console.log(['x'.repeat(20), 'y'.repeat(20), 'z'.repeat(20)])",
+            concat!(
+                "[\n",
+                "  'xxxxxxxxxxxxxxxxxxxx',\n",
+                "  'yyyyyyyyyyyyyyyyyyyy',\n",
+                "  'zzzzzzzzzzzzzzzzzzzz'\n",
+                "]\n",
+            ),
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn nesting_stops_at_the_depth_limit() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "console.log([[[[1]]]], {a: [{b: [{c: 1}]}]}, new Map([[1, new Map([[2, new Map([[3, 4]])]])]]))",
+            "[ [ [ [Array] ] ] ] { a: [ { b: [Array] } ] } Map(1) { 1 => Map(1) { 2 => Map(1) { 3 => 4 } } }\n",
+        ),
+        (
+            "const util = require('util'); console.log(util.inspect({a: {b: {c: {d: {e: 1}}}}}, {depth: 9}))",
+            concat!(
+                "{\n",
+                "  a: {\n",
+                "    b: { c: { d: { e: 1 } } }\n",
+                "  }\n",
+                "}\n",
+            ),
+        ),
+        (
+            "const util = require('util'); console.log(util.inspect({a: {b: 1}}, {depth: 0}), util.inspect({a: {b: {c: {d: {}}}}}, {depth: null}))",
+            concat!(
+                "{ a: [Object] } {\n",
+                "  a: { b: { c: { d: {} } } }\n",
+                "}\n",
+            ),
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn circular_references_are_numbered() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "const o = {a: [1]}; o.a.push(o); o.b = {c: o.a}; console.log(o)",
+            "<ref *1> { a: [ 1, [Circular *1] ], b: { c: [ 1, [Circular *1] ] } }\n",
+        ),
+        (
+            "const x = {}; const y = {x}; x.y = y; console.log([x, y])",
+            concat!(
+                "[\n",
+                "  <ref *1> { y: { x: [Circular *1] } },\n",
+                "  <ref *2> { x: <ref *1> { y: [Circular *2] } }\n",
+                "]\n",
+            ),
+        ),
+        (
+            "const m = new Map(); m.set('self', m); console.log(m)",
+            "<ref *1> Map(1) { 'self' => [Circular *1] }\n",
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn objects_show_their_class_and_contents() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "class Point { constructor() { this.x = 1; this.y = 2 } }; class Empty {}; class List extends Array {}; class Dict extends Map {}; console.log(new Point(), new Empty(), List.from([1, 2]), new Dict([['k', 1]]))",
+            "Point { x: 1, y: 2 } Empty {} List(2) [ 1, 2 ] Dict(1) [Map] { 'k' => 1 }\n",
+        ),
+        (
+            "console.log(Object.assign(Object.create(null), {a: 1}), new (class T { get [Symbol.toStringTag]() { return 'Tag' } })())",
+            "[Object: null prototype] { a: 1 } T [Tag] {}\n",
+        ),
+        (
+            "console.log(new Map([[{a: 1}, new Set([[1, 2]])], ['k', new Map([['n', []]])]]), new Set([new Set([1]), 'a']))",
+            "Map(2) { { a: 1 } => Set(1) { [ 1, 2 ] }, 'k' => Map(1) { 'n' => [] } } Set(2) { Set(1) { 1 }, 'a' }\n",
+        ),
+        (
+            "console.log({get a() { return 1 }, set b(v) {}, get c() { return 1 }, set c(v) {}, [Symbol('s')]: 'sym', 'a-b': \"it's\", [Symbol.iterator]: 0})",
+            concat!(
+                "{\n",
+                "  a: [Getter],\n",
+                "  b: [Setter],\n",
+                "  c: [Getter/Setter],\n",
+                "  'a-b': \"it's\",\n",
+                "  [Symbol(s)]: 'sym',\n",
+                "  [Symbol(Symbol.iterator)]: 0\n",
+                "}\n",
+            ),
+        ),
+        (
+            "console.log(Object.assign([1, 2, 3], {foo: 'bar'}), [1, , 3, , , 6], new Uint8Array([1, 2, 3]), new ArrayBuffer(3))",
+            "[ 1, 2, 3, foo: 'bar' ] [ 1, <1 empty item>, 3, <2 empty items>, 6 ] Uint8Array(3) [ 1, 2, 3 ] ArrayBuffer { [Uint8Contents]: <00 00 00>, [byteLength]: 3 }\n",
+        ),
+        (
+            "console.log([async function af() {}, function* g() {}, class B extends Map {}], Object.assign(function f() {}, {a: 1}))",
+            "[ [AsyncFunction: af], [GeneratorFunction: g], [class B extends Map] ] [Function: f] { a: 1 }\n",
+        ),
+        (
+            "console.log([new Number(3), new String('ab')], Promise.resolve([1]), new WeakMap())",
+            "[ [Number: 3], [String: 'ab'] ] Promise { [ 1 ] } WeakMap { <items unknown> }\n",
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn format_specifiers_take_their_arguments() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "console.log('%s|%d|%i|%f|%j|%o|%O|%c|%%|%s', 'str', '42', 42.9, '1.5x', {a: [1]}, [1], {b: {c: {d: {}}}}, 'color: red', 'last', 'extra', 7)",
+            "str|42|42|1.5|{\"a\":[1]}|[ 1, [length]: 1 ]|{ b: { c: { d: {} } } }||%|last extra 7\n",
+        ),
+        (
+            "console.log('%s %s', {a: {b: 1}}, 5n, -0); console.log('%d%%', 50, 'left'); console.log('%s')",
+            concat!(
+                "{ a: [Object] } 5n -0\n",
+                "50% left\n",
+                "%s\n",
+            ),
+        ),
+        (
+            "const util = require('util'); console.log(util.format('%s:%s', 'a'), util.format(1, 'b', [2]), util.format('%i', 5n))",
+            "a:1 b [ 2 ] 5n\n",
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
+#[test]
+fn console_table_handles_maps_sets_and_chosen_columns() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "console.table(new Map([['k', {x: 1}], ['j', 2]])); console.table(new Set(['a']))",
+            concat!(
+                "┌───────────────────┬─────┬──────────┐\n",
+                "│ (iteration index) │ Key │ Values   │\n",
+                "├───────────────────┼─────┼──────────┤\n",
+                "│ 0                 │ 'k' │ { x: 1 } │\n",
+                "│ 1                 │ 'j' │ 2        │\n",
+                "└───────────────────┴─────┴──────────┘\n",
+                "┌───────────────────┬────────┐\n",
+                "│ (iteration index) │ Values │\n",
+                "├───────────────────┼────────┤\n",
+                "│ 0                 │ 'a'    │\n",
+                "└───────────────────┴────────┘\n",
+            ),
+        ),
+        (
+            "console.table([{a: 1, b: 2}, {b: 3, c: 4}, 5], ['b', 'c'])",
+            concat!(
+                "┌─────────┬───┬───┐\n",
+                "│ (index) │ b │ c │\n",
+                "├─────────┼───┼───┤\n",
+                "│ 0       │ 2 │   │\n",
+                "│ 1       │ 3 │ 4 │\n",
+                "│ 2       │   │   │\n",
+                "└─────────┴───┴───┘\n",
+            ),
+        ),
+        (
+            "console.table([[1, 'two'], {x: null}, 'plain'])",
+            concat!(
+                "┌─────────┬───┬───────┬──────┬─────────┐\n",
+                "│ (index) │ 0 │ 1     │ x    │ Values  │\n",
+                "├─────────┼───┼───────┼──────┼─────────┤\n",
+                "│ 0       │ 1 │ 'two' │      │         │\n",
+                "│ 1       │   │       │ null │         │\n",
+                "│ 2       │   │       │      │ 'plain' │\n",
+                "└─────────┴───┴───────┴──────┴─────────┘\n",
+            ),
+        ),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(&stdout_of(code), expected, "{code}");
+    }
+}
+
 #[test]
 fn stdin_reads_every_way() {
     let input = Some("abc\ndef\n");
