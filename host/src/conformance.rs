@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::limits::LimitOverrides;
-use crate::manifest::{PluginSpec, SampleSpec};
-use crate::outcome::{RunOutcome, RunStatus};
+use crate::service::LimitOverrides;
+use crate::service::{PluginSpec, SampleSpec};
+use crate::service::{RunOutcome, RunStatus};
 use crate::service::{RunRequest, Runbox};
 
 /// The required samples that check an output: what a program prints, reads and exits
@@ -427,7 +427,7 @@ mod tests {
         RunOutcome {
             status,
             exit_code: code,
-            output: crate::budget::output::CapturedOutput {
+            output: crate::service::CapturedOutput {
                 stdout: stdout.into(),
                 stderr: stderr.into(),
                 ..Default::default()

@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     };
     // The compiling child needs no async runtime; start it at once.
     if let cli::Command::CompileProgram { compiler, output } = &cli.command {
-        let code = runbox::sandbox::program::compile_program_child(*compiler, output);
+        let code = runbox::service::compile_program_child(*compiler, output);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let runtime = match tokio::runtime::Runtime::new() {

@@ -18,6 +18,36 @@ pub use crate::limits::{LimitOverrides, LimitSettings};
 use crate::run::commands::RuntimeCommands;
 pub use crate::run::{RunError, RunRequest};
 
+// What the faces above the service (the MCP server, the conformance suite, the command
+// line) use of the layers below: they name it through the service alone.
+pub use crate::budget::memory::{Held, MemoryBudget, Reservation};
+pub use crate::budget::output::{CapturedOutput, Channel};
+pub use crate::engine::{ProgramCompiler, SandboxEngine};
+pub use crate::files::wire;
+pub use crate::files::{
+    escaped_name, has_control_characters, normalize_path, FileError, OutputFile, ReturnCaps,
+    MAX_INPUT_BYTES, MAX_INPUT_FILES,
+};
+pub use crate::manifest::{Manifest, PluginSpec, SampleSpec};
+pub use crate::metrics::Exposition;
+pub use crate::outcome::{RunOutcome, RunStatus};
+pub use crate::plugin::artifact::{Cache, Progress};
+pub use crate::plugin::cache_state;
+pub use crate::plugin::packages::parse_requirements;
+pub use crate::replica::{self, OtherReplica, Replica};
+pub use crate::run::admission::DEFAULT_MAX_QUEUED;
+pub use crate::run::RunWatch;
+pub use crate::sandbox::program::compile_program_child;
+pub use crate::session::store::{
+    StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
+};
+pub use crate::upstream::catalog::{tool_line, Catalog, ServerView};
+pub use crate::upstream::config::ToolsConfig;
+pub use crate::upstream::gateway::{
+    DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TOOL_CALLS,
+};
+pub use crate::upstream::{Gateway, GatewaySettings};
+
 /// Why a call found no runtime or session to run in, or was not run (a tool error to MCP
 /// clients).
 #[derive(Debug, thiserror::Error)]
@@ -47,15 +77,10 @@ impl From<crate::files::FileError> for CallError {
     }
 }
 
-use crate::engine::{ProgramCompiler, SandboxEngine};
-use crate::manifest::Manifest;
-use crate::outcome::RunOutcome;
-use crate::plugin::artifact::{Cache, Progress};
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::plugin::{LoadedPlugin, PluginError};
-use crate::replica::Replica;
 use crate::run::admission::{
-    default_server_memory, raise_descriptor_limit, Admission, DEFAULT_MAX_QUEUED,
+    default_server_memory, raise_descriptor_limit, Admission,
 };
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
@@ -63,7 +88,7 @@ use crate::sandbox::linker::{plugin_linker, tool_linker};
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
 use crate::scratch::{ScratchError, ScratchRoot};
-use crate::session::store::{SessionStore, StoreSettings};
+use crate::session::store::SessionStore;
 use crate::session::{Durability, Session, SessionError, Sessions};
 use crate::wit::exports::runbox::plugin::runtime;
 

@@ -39,6 +39,7 @@ mod docs;
 mod durable;
 mod install;
 mod languages;
+mod layers;
 mod mcp;
 mod packages;
 mod runtimes;

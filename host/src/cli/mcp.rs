@@ -9,32 +9,32 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use runbox::mcp::handler::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
-use runbox::mcp::handler::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
-use runbox::mcp::handler::settings::ServerSettings;
-use runbox::mcp::handler::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
-use runbox::mcp::handler::tasks::{
+use runbox::mcp::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use runbox::mcp::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
+use runbox::mcp::ServerSettings;
+use runbox::mcp::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
+use runbox::mcp::{
     TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
 };
-use runbox::mcp::transport::access::{self, HttpAccess};
-use runbox::mcp::transport::http::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
-use runbox::mcp::transport::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
-use runbox::mcp::transport::ops::DEFAULT_DRAIN_TIMEOUT;
+use runbox::mcp::{access, HttpAccess};
+use runbox::mcp::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
+use runbox::mcp::DEFAULT_MAX_HTTP_SESSIONS;
+use runbox::mcp::DEFAULT_DRAIN_TIMEOUT;
 use runbox::mcp::Transport;
-use runbox::replica::Replica;
-use runbox::run::admission::DEFAULT_MAX_QUEUED;
+use runbox::service::Replica;
+use runbox::service::DEFAULT_MAX_QUEUED;
 use runbox::service::{
     LimitSettings, RunboxOptions, DEFAULT_HIBERNATE_AFTER, DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE,
 };
-use runbox::session::store::{
+use runbox::service::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
-use runbox::upstream::config::ToolsConfig;
-use runbox::upstream::gateway::{
+use runbox::service::ToolsConfig;
+use runbox::service::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TOOL_CALLS,
 };
-use runbox::upstream::{Gateway, GatewaySettings};
+use runbox::service::{Gateway, GatewaySettings};
 
 use super::limits::{seconds, LimitArgs};
 use super::GlobalArgs;
@@ -414,7 +414,7 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let transport = match args.http {
         Some(addr) => {
             let access = args.http_access()?;
-            runbox::mcp::transport::http::check_bind(addr, &access)?;
+            runbox::mcp::check_bind(addr, &access)?;
             Transport::Http {
                 addr,
                 access,

@@ -15,9 +15,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use runbox::engine::ProgramCompiler;
-use runbox::manifest::Manifest;
-use runbox::plugin::artifact::{Cache, Progress};
+use runbox::service::ProgramCompiler;
+use runbox::service::Manifest;
+use runbox::service::{Cache, Progress};
 use runbox::service::{Runbox, RunboxOptions, StartError};
 
 use plugins::PluginsCommand;
@@ -116,7 +116,7 @@ fn parse_program_compiler(name: &str) -> Result<ProgramCompiler, String> {
 
 /// The help of a RUNTIME argument: the built-in runtimes by name.
 fn runtime_help() -> String {
-    let names = runbox::manifest::Manifest::builtin()
+    let names = runbox::service::Manifest::builtin()
         .map(|m| m.plugins.keys().cloned().collect::<Vec<_>>().join(", "))
         .unwrap_or_default();
     format!(
@@ -157,7 +157,7 @@ impl GlobalArgs {
             manifest.add(Manifest::load(path)?)?;
         }
         if let Some(file) = &self.python_packages {
-            let packages = runbox::plugin::packages::parse_requirements(file)?;
+            let packages = runbox::service::parse_requirements(file)?;
             let python = manifest.plugins.get_mut("python").ok_or_else(|| {
                 anyhow::anyhow!("--python-packages: the plugins file has no `python` runtime")
             })?;
@@ -248,7 +248,7 @@ pub async fn main(cli: Cli) -> Result<u8> {
         Command::Plugins(PluginsCommand::Test { names }) => plugins::test(&cli.global, names).await,
         Command::Mcp(args) => mcp::command(&cli.global, *args).await.map(|()| 0),
         Command::CompileProgram { compiler, output } => Ok(u8::try_from(
-            runbox::sandbox::program::compile_program_child(compiler, &output),
+            runbox::service::compile_program_child(compiler, &output),
         )
         .unwrap_or(1)),
     }

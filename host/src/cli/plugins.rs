@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use runbox::conformance::check_plugin;
-use runbox::engine::{ProgramCompiler, SandboxEngine};
-use runbox::plugin::cache_state;
+use runbox::service::{ProgramCompiler, SandboxEngine};
+use runbox::service::cache_state;
 use runbox::service::RunboxOptions;
 
 use super::GlobalArgs;
@@ -127,7 +127,7 @@ fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
 /// `runbox plugins fetch --bundle DIR [NAME…]`: the artifacts, fetched (or taken from the
 /// cache) and put in DIR under their sha256, which is what [`Cache::bundles`] reads.
 ///
-/// [`Cache::bundles`]: runbox::plugin::artifact::Cache::bundles
+/// [`Cache::bundles`]: runbox::service::Cache::bundles
 pub fn bundle(global: &GlobalArgs, names: &[String], dir: &Path) -> Result<u8> {
     let manifest = global.manifest()?;
     let cache = global.cache()?;

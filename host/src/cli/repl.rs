@@ -32,10 +32,10 @@ use super::repl_input::{Blocks, Statements};
 use super::terminal::replay_as_terminal;
 use super::{check_runtime_name, GlobalArgs};
 use complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
-use runbox::files::{escaped_name, OutputFile, ReturnCaps};
-use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{escaped_name, OutputFile, ReturnCaps};
+use runbox::service::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
-use runbox::session::store::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
+use runbox::service::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
 
 #[derive(Debug, Args)]
 pub struct ReplArgs {

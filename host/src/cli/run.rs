@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use runbox::files::{OutputFile, ReturnCaps};
-use runbox::outcome::RunStatus;
+use runbox::service::{OutputFile, ReturnCaps};
+use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +83,7 @@ fn save_output_files(
     let Some(out) = out else {
         let names: Vec<String> = files
             .iter()
-            .map(|f| runbox::files::escaped_name(&f.path))
+            .map(|f| runbox::service::escaped_name(&f.path))
             .collect();
         writeln!(
             err,
@@ -97,14 +97,14 @@ fn save_output_files(
             writeln!(
                 err,
                 "runbox: {} ({} bytes) could not be read back",
-                runbox::files::escaped_name(&file.path),
+                runbox::service::escaped_name(&file.path),
                 file.size
             )?;
             continue;
         };
         // The path came from the sandbox's own directory listing: relative, no `..`
         // (checked again, as the host writes here).
-        runbox::files::normalize_path(&file.path)
+        runbox::service::normalize_path(&file.path)
             .map_err(|rule| anyhow::anyhow!("output file `{}`: {rule}", file.path))?;
         let target = out.join(&file.path);
         if let Some(parent) = target.parent() {
@@ -113,7 +113,7 @@ fn save_output_files(
         }
         std::fs::write(&target, bytes)
             .with_context(|| format!("cannot write {}", target.display()))?;
-        let shown = runbox::files::escaped_name(&target.display().to_string());
+        let shown = runbox::service::escaped_name(&target.display().to_string());
         writeln!(err, "runbox: wrote {shown}")?;
     }
     Ok(())

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use runbox::budget::output::Channel;
-use runbox::outcome::RunOutcome;
+use runbox::service::Channel;
+use runbox::service::RunOutcome;
 
 /// Replays a run's output as a terminal would have shown it, each piece on its own
 /// stream and in the order it was written.

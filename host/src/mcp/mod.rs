@@ -18,13 +18,20 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::service::Runbox;
-use handler::settings::ServerSettings;
-use transport::access::HttpAccess;
-use transport::http::{self, HttpLimits};
+use transport::http;
 use transport::stdio;
 
+pub use handler::content::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+pub use handler::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
 pub use handler::server::RunboxServer;
+pub use handler::settings::ServerSettings;
+pub use handler::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
+pub use handler::tasks::{TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER};
 pub use intake::MAX_MESSAGE_BYTES;
+pub use transport::access::{self, HttpAccess};
+pub use transport::http::{check_bind, HttpLimits, DEFAULT_MAX_CONNECTIONS};
+pub use transport::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
+pub use transport::ops::DEFAULT_DRAIN_TIMEOUT;
 
 /// How `runbox mcp` is reached.
 pub enum Transport {

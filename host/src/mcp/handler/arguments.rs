@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
-use crate::files::{FileError, MAX_INPUT_FILES};
+use crate::service::{FileError, MAX_INPUT_FILES};
 
 /// The largest `code` a call may send; larger is a tool error saying so.
 pub const MAX_CODE_BYTES: usize = 4 << 20;
@@ -248,7 +248,7 @@ fn input_file(
     let path = fields.required_string("path").map_err(invalid)?;
     let content = fields.required_string("content").map_err(invalid)?;
     let encoding = fields.string("encoding").map_err(invalid)?;
-    let bytes = crate::files::wire::decode(&path, content, encoding.as_deref())
+    let bytes = crate::service::wire::decode(&path, content, encoding.as_deref())
         .map_err(|e| e.to_string())?;
     Ok((path, bytes))
 }

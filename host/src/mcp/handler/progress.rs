@@ -9,7 +9,7 @@ use rmcp::model::ProgressNotificationParam;
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 
-use crate::run::RunWatch;
+use crate::service::RunWatch;
 
 /// How often a client that asked hears about a call under way (the contract says at
 /// least every 5 s).

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::files::{escaped_name, MAX_INPUT_BYTES, MAX_INPUT_FILES};
-use crate::outcome::RunStatus;
+use crate::service::{escaped_name, MAX_INPUT_BYTES, MAX_INPUT_FILES};
+use crate::service::RunStatus;
 use crate::service::{LimitSettings, RuntimeInfo};
 
 /// The arguments of `run_code`. The descriptions are short: every client sends them to
@@ -365,7 +365,7 @@ pub struct ToolServerEntry {
 }
 
 impl ToolServerEntry {
-    pub fn listing(catalog: &crate::upstream::catalog::Catalog) -> Vec<ToolServerEntry> {
+    pub fn listing(catalog: &crate::service::Catalog) -> Vec<ToolServerEntry> {
         catalog
             .servers
             .iter()
@@ -376,7 +376,7 @@ impl ToolServerEntry {
                 tools: s
                     .tools
                     .iter()
-                    .map(|t| crate::upstream::catalog::tool_line(t, 120))
+                    .map(|t| crate::service::tool_line(t, 120))
                     .collect(),
             })
             .collect()

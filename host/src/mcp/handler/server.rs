@@ -23,8 +23,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
-use crate::budget::memory::Held;
-use crate::files::ReturnCaps;
+use crate::service::Held;
+use crate::service::ReturnCaps;
 use crate::mcp::handler::app;
 use crate::mcp::handler::arguments::{check_close_session, check_create_session, check_run_code};
 use crate::mcp::handler::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
@@ -35,8 +35,8 @@ use crate::mcp::handler::schema::{
 };
 use crate::mcp::handler::settings::ServerSettings;
 use crate::mcp::handler::tasks::Tasks;
-use crate::outcome::RunStatus;
-use crate::run::RunWatch;
+use crate::service::RunStatus;
+use crate::service::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
 use tokio_util::sync::CancellationToken;
 
@@ -141,7 +141,7 @@ impl RunboxServer {
     }
 
     /// The memory budget every run, call and kept result draws from.
-    pub fn server_memory(&self) -> crate::budget::memory::MemoryBudget {
+    pub fn server_memory(&self) -> crate::service::MemoryBudget {
         self.runbox.server_memory()
     }
 
@@ -600,7 +600,7 @@ pub fn run_code_description(
 }
 
 /// What run_code's description adds with code mode: a line per tool, and how to call one.
-pub fn tools_description(catalog: &crate::upstream::catalog::Catalog) -> String {
+pub fn tools_description(catalog: &crate::service::Catalog) -> String {
     let all = catalog.summary_lines();
     let mut lines: Vec<String> = all
         .iter()
@@ -635,7 +635,7 @@ pub const DESCRIBED_TOOLS: usize = 40;
 #[cfg(test)]
 mod tools_description_tests {
     use super::*;
-    use crate::upstream::catalog::{Catalog, ServerView};
+    use crate::service::{Catalog, ServerView};
 
     #[test]
     fn the_description_lists_a_few_dozen_tools_at_most() {

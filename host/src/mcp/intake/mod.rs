@@ -9,7 +9,7 @@ pub mod message_scan;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::budget::memory::{MemoryBudget, Reservation};
+use crate::service::{MemoryBudget, Reservation};
 use crate::mcp::intake::message_scan::{scan, MessageLimits, ScanError};
 
 /// The largest JSON-RPC message runbox reads, over stdio (one line) or HTTP (one body).

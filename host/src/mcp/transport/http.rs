@@ -44,7 +44,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::memory::Held;
+use crate::service::Held;
 use crate::mcp::handler::server::RunboxServer;
 use crate::mcp::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
 use crate::mcp::transport::access::{self, Bearer, HttpAccess};

@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 
-use crate::budget::memory::{MemoryBudget, Reservation};
+use crate::service::{MemoryBudget, Reservation};
 
 /// Handshake-era sessions open at once, by default.
 pub const DEFAULT_MAX_HTTP_SESSIONS: usize = 256;

@@ -29,7 +29,7 @@ use futures::StreamExt;
 use crate::mcp::handler::server::RunboxServer;
 use crate::mcp::handler::tasks::POLL_INTERVAL_MS;
 use crate::mcp::transport::http_sessions::CappedSessions;
-use crate::metrics::Exposition;
+use crate::service::Exposition;
 
 /// How long a server waits for work under way when it drains, by default.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(300);

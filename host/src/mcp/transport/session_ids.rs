@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::replica::Replica;
+use crate::service::Replica;
 
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
