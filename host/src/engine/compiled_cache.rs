@@ -35,15 +35,14 @@
 //! not change which files are loaded; each opened file is checked (`fstat`) to be a
 //! regular file of this user that group and others cannot write.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustix::fs::{AtFlags, Mode, OFlags};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
@@ -122,10 +121,10 @@ impl CompiledCache {
         };
         // Check where the directory really is, not a symlink to it.
         let real = fs::canonicalize(root).map_err(inspect(root))?;
-        let dir = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&real)
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let dir = rustix::fs::open(&real, flags, Mode::empty())
+            .map(File::from)
+            .map_err(io::Error::from)
             .map_err(inspect(&real))?;
         let meta = dir.metadata().map_err(inspect(&real))?;
         check_private(&meta, &real)?;
@@ -207,7 +206,7 @@ impl CompiledCache {
         let dir = self
             .kind_dir(kind, false)
             .map_err(|e| e.into_io(&self.dir(kind)))?;
-        let file = openat(&dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
+        let file = openat(&dir, name, OFlags::RDONLY | OFlags::NOFOLLOW, 0)?;
         let meta = file.metadata()?;
         let problem = if !meta.file_type().is_file() {
             Some("not a regular file".to_string())
@@ -244,7 +243,7 @@ impl CompiledCache {
             let mut random = [0u8; 8];
             getrandom::getrandom(&mut random).map_err(|e| io::Error::other(e.to_string()))?;
             let tmp = format!(".tmp-{}", hex::encode(random));
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW;
             match openat(&dir, OsStr::new(&tmp), flags, 0o600) {
                 Ok(file) => break (tmp, file),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -284,7 +283,7 @@ impl CompiledCache {
                 _ => {}
             }
         }
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW;
         let dir = openat(&self.dir, name, flags, 0)?;
         let meta = dir.metadata()?;
         if let Some(problem) = private_dir_problem(&meta) {
@@ -367,8 +366,7 @@ fn create_private_dir(dir: &Path) -> Result<(), CacheTrustError> {
 
 /// The effective uid: the user whose files runbox trusts besides root's.
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Why a directory of the cache itself is not private: not a directory, someone else's,
@@ -506,56 +504,30 @@ impl KindDirError {
     }
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a file name with a NUL byte"))
-}
-
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`.
-fn openat(dir: &File, name: &OsStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<File> {
-    let name = c_name(name)?;
-    // SAFETY: `dir` is an open descriptor and `name` a NUL-terminated string, both alive
-    // for the call; the mode is passed as the variadic argument openat reads with O_CREAT.
-    let fd = cvt(unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            libc::c_uint::from(mode),
-        )
-    })?;
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
+fn openat(dir: &File, name: &OsStr, flags: OFlags, mode: u32) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        flags | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    Ok(File::from(fd))
 }
 
 /// `mkdirat(dir, name, mode)`.
-fn mkdirat(dir: &File, name: &OsStr, mode: libc::mode_t) -> io::Result<()> {
-    let name = c_name(name)?;
-    // SAFETY: `dir` is an open descriptor and `name` a NUL-terminated string.
-    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+fn mkdirat(dir: &File, name: &OsStr, mode: u32) -> io::Result<()> {
+    Ok(rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
 }
 
 /// `renameat(dir, from, dir, to)`.
 fn renameat(dir: &File, from: &OsStr, to: &OsStr) -> io::Result<()> {
-    let (from, to) = (c_name(from)?, c_name(to)?);
-    let fd = dir.as_raw_fd();
-    // SAFETY: `fd` is an open descriptor and both names NUL-terminated strings.
-    cvt(unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) }).map(drop)
+    Ok(rustix::fs::renameat(dir, from, dir, to)?)
 }
 
 /// `unlinkat(dir, name, 0)`.
 fn unlinkat(dir: &File, name: &OsStr) -> io::Result<()> {
-    let name = c_name(name)?;
-    // SAFETY: `dir` is an open descriptor and `name` a NUL-terminated string.
-    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
+    Ok(rustix::fs::unlinkat(dir, name, AtFlags::empty())?)
 }
 
 /// Feeds `std::hash::Hash` output into a sha256.

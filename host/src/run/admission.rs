@@ -151,26 +151,24 @@ pub fn default_server_memory() -> u64 {
 /// hold descriptors for scratch, mounts and what programs open; each store is capped at
 /// `MAX_RESOURCES_PER_STORE`, so the server needs at most a known number of them.
 pub fn raise_descriptor_limit() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return 1024;
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                limit = raised;
-            }
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    // `None` is RLIM_INFINITY.
+    let max = limit.maximum.unwrap_or(u64::MAX);
+    let current = limit.current.unwrap_or(u64::MAX);
+    if current < max
+        && setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: limit.maximum,
+                ..limit
+            },
+        )
+        .is_ok()
+    {
+        return max;
     }
-    limit.rlim_cur
+    current
 }
 
 #[cfg(test)]
@@ -211,12 +209,8 @@ mod tests {
     #[test]
     fn the_descriptor_limit_is_raised_to_the_hard_limit() {
         let soft = raise_descriptor_limit();
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-        assert_eq!(soft, limit.rlim_max);
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        assert_eq!(soft, limit.maximum.unwrap_or(u64::MAX));
         assert!(default_server_memory() > 0);
     }
 }

@@ -19,6 +19,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Instant;
 
+use rustix::process::{Resource, Rlimit};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
@@ -258,9 +259,9 @@ async fn run_compiler(
     // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
     unsafe {
         command.pre_exec(move || {
-            set_limit(libc::RLIMIT_AS, address_space)?;
-            set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
-            set_limit(libc::RLIMIT_CORE, 0)?;
+            set_limit(Resource::As, address_space)?;
+            set_limit(Resource::Cpu, cpu_seconds)?;
+            set_limit(Resource::Core, 0)?;
             Ok(())
         });
     }
@@ -306,23 +307,14 @@ async fn run_compiler(
 /// The child's exit code for input that is not a valid program (its reason on stderr).
 pub const EXIT_INVALID_PROGRAM: i32 = 3;
 
-/// The type of `setrlimit`'s resource argument: glibc's own enum type, a plain `int`
-/// elsewhere (musl, macOS, the BSDs).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-type RlimitResource = libc::__rlimit_resource_t;
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-type RlimitResource = libc::c_int;
-
-fn set_limit(resource: RlimitResource, value: u64) -> std::io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: value,
-        rlim_max: value,
+/// Sets both the soft and the hard limit on `resource` (a direct system call on Linux,
+/// safe between fork and exec).
+fn set_limit(resource: Resource, value: u64) -> std::io::Result<()> {
+    let limit = Rlimit {
+        current: Some(value),
+        maximum: Some(value),
     };
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::process::setrlimit(resource, limit)?)
 }
 
 /// The child's side: reads a program on stdin, compiles it for the program engine with
