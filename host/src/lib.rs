@@ -25,5 +25,6 @@ pub mod sandbox;
 pub mod scratch;
 pub mod service;
 pub mod session;
+pub mod sweeper;
 pub mod upstream;
 pub mod wit;

@@ -126,7 +126,7 @@ impl PackageSpec {
                 }
             }
         }
-        if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !is_sha256_hex(&self.sha256) {
             return Err(format!(
                 "the sha256 of {} must be 64 hex digits",
                 self.describe()
@@ -345,7 +345,7 @@ impl ArtifactSpec {
                 "name the file inside the package (e.g. `package/dist/x.wasm`)",
             );
         }
-        if self.sha256.len() != 64 || !self.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !is_sha256_hex(&self.sha256) {
             return err(
                 "sha256",
                 "must be 64 hexadecimal digits (the file's sha256)",
@@ -419,4 +419,9 @@ impl PluginSpec {
         out.extend(self.settings.iter().map(|(k, v)| (k.clone(), v.to_list())));
         out
     }
+}
+
+/// Whether `text` is a sha256 written in hex: 64 hexadecimal digits, either case.
+fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }

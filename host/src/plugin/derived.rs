@@ -161,12 +161,7 @@ impl Deriver<'_> {
             .get(name)
             .ok_or_else(|| anyhow::anyhow!("`{name}` is not a tool of this plugin"))?
             .clone();
-        let env: Vec<(String, String)> = derived
-            .env
-            .iter()
-            .filter_map(|e| e.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env = super::parse_env(&derived.env);
         let sandbox = Sandbox::new(SandboxConfig {
             engine: self.engine.clone(),
             programs: Arc::new(ProgramCompiles {

@@ -360,7 +360,8 @@ fn prepare_mount(
     mounts_for(&dir, &m.at).map_err(MountError::Invalid)
 }
 
-/// `KEY=VALUE` items as pairs.
+/// `KEY=VALUE` items as pairs (a snapshot's and a derived directory's `env`); an item
+/// without `=` is left out.
 fn parse_env(items: &[String]) -> Vec<(String, String)> {
     items
         .iter()

@@ -576,15 +576,7 @@ impl Inner {
 /// enough to keep leases fresh); it stops when the sessions are dropped.
 fn start_reaper(inner: Weak<Inner>, idle: Duration) {
     let tick = (idle / 4).clamp(Duration::from_millis(50), super::store::LEASE_REFRESH);
-    let spawned = std::thread::Builder::new()
-        .name("runbox-sessions".into())
-        .spawn(move || loop {
-            std::thread::sleep(tick);
-            match inner.upgrade() {
-                Some(inner) => inner.expire_idle(),
-                None => return,
-            }
-        });
+    let spawned = crate::sweeper::spawn("runbox-sessions", tick, inner, Inner::expire_idle);
     if let Err(e) = spawned {
         tracing::error!("cannot start the session reaper, idle sessions will not expire: {e}");
     }

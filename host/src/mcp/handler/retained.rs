@@ -311,13 +311,9 @@ fn sweep(inner: &mut Inner, ttl: Duration) {
 /// even when nobody reads or runs; ends with the store.
 fn start_sweeper(inner: Weak<Mutex<Inner>>, ttl: Duration) {
     let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
-    let spawned = std::thread::Builder::new()
-        .name("runbox-retained".into())
-        .spawn(move || loop {
-            std::thread::sleep(every);
-            let Some(inner) = inner.upgrade() else { return };
-            sweep(&mut lock(&inner), ttl);
-        });
+    let spawned = crate::sweeper::spawn("runbox-retained", every, inner, move |inner| {
+        sweep(&mut lock(inner), ttl)
+    });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the retained-results sweeper: {e}");
     }

@@ -292,15 +292,9 @@ fn sweep(entries: &mut HashMap<String, Entry>, ttl: Duration) {
 /// nobody polls; ends with the store.
 fn start_sweeper(entries: Weak<Mutex<HashMap<String, Entry>>>, ttl: Duration) {
     let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
-    let spawned = std::thread::Builder::new()
-        .name("runbox-tasks".into())
-        .spawn(move || loop {
-            std::thread::sleep(every);
-            let Some(entries) = entries.upgrade() else {
-                return;
-            };
-            sweep(&mut lock(&entries), ttl);
-        });
+    let spawned = crate::sweeper::spawn("runbox-tasks", every, entries, move |entries| {
+        sweep(&mut lock(entries), ttl)
+    });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the tasks sweeper: {e}");
     }
