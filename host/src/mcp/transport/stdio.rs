@@ -12,11 +12,14 @@
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt as _;
 use rmcp::model::ErrorData;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::{RoleServer, ServiceExt};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Mutex};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::handler::server::RunboxServer;
@@ -40,7 +43,7 @@ where
     let out: Out<W> = Arc::new(Mutex::new(output));
     let (messages, received) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
     tokio::spawn(read_messages(
-        BufReader::new(input),
+        input,
         intake,
         messages,
         out.clone(),
@@ -77,7 +80,7 @@ async fn write_line<W: AsyncWrite + Unpin>(out: &Mutex<W>, line: &[u8]) -> std::
 /// refusals are answered on `out`. At the end of input (or a read error) `closed` is
 /// cancelled: the client is gone.
 async fn read_messages<R, W>(
-    mut input: BufReader<R>,
+    input: R,
     intake: Intake,
     messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     out: Out<W>,
@@ -86,16 +89,19 @@ async fn read_messages<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let too_long = match read_line(&mut input, &mut line).await {
-            Ok(Some(too_long)) => too_long,
-            Ok(None) => break,
+    let mut lines = lines(input);
+    while let Some(line) = lines.next().await {
+        let line = match line {
+            Ok(line) => line,
             Err(e) => {
                 tracing::debug!("cannot read stdin: {e}");
                 break;
             }
+        };
+        let too_long = matches!(line, Line::TooLong);
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong => Bytes::new(),
         };
         let message = line.strip_suffix(b"\r").unwrap_or(&line);
         let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
@@ -146,37 +152,55 @@ async fn read_messages<R, W>(
     closed.cancel();
 }
 
-/// Reads one line into `line` (without its newline), keeping at most
-/// [`MAX_MESSAGE_BYTES`] of it. `None` at the end of input; `Some(true)` when the line
-/// was longer than that (its rest was read and dropped).
-async fn read_line<R: AsyncRead + Unpin>(
-    input: &mut BufReader<R>,
-    line: &mut Vec<u8>,
-) -> std::io::Result<Option<bool>> {
-    let mut too_long = false;
-    let mut read_any = false;
-    loop {
-        let buf = input.fill_buf().await?;
-        if buf.is_empty() {
-            // A last line without its newline is still a message.
-            return Ok(read_any.then_some(too_long));
+/// One line of input, without its newline.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Whole(Bytes),
+    /// A line longer than [`MAX_MESSAGE_BYTES`]: told as soon as it passes that size; the
+    /// codec then drops the rest of it as it comes, holding none of it.
+    TooLong,
+}
+
+/// The lines of `input`, each at most [`MAX_MESSAGE_BYTES`] long (a last line without its
+/// newline is still a line).
+fn lines<R: AsyncRead>(input: R) -> FramedRead<R, LineCodec> {
+    FramedRead::new(
+        input,
+        LineCodec(AnyDelimiterCodec::new_with_max_length(
+            b"\n".to_vec(),
+            b"\n".to_vec(),
+            MAX_MESSAGE_BYTES,
+        )),
+    )
+}
+
+/// tokio-util's delimiter codec on bytes (a line need not be UTF-8 to be answered),
+/// with a line over the size limit as an item rather than an error, which would end
+/// the stream.
+struct LineCodec(AnyDelimiterCodec);
+
+impl LineCodec {
+    fn lift(
+        decoded: Result<Option<Bytes>, AnyDelimiterCodecError>,
+    ) -> std::io::Result<Option<Line>> {
+        match decoded {
+            Ok(line) => Ok(line.map(Line::Whole)),
+            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
+            Err(AnyDelimiterCodecError::Io(e)) => Err(e),
         }
-        read_any = true;
-        let (piece, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(at) => (&buf[..at], at + 1),
-            None => (buf, buf.len()),
-        };
-        if line.len() + piece.len() > MAX_MESSAGE_BYTES {
-            too_long = true;
-            line.clear();
-        } else if !too_long {
-            line.extend_from_slice(piece);
-        }
-        let ended = done > piece.len();
-        input.consume(done);
-        if ended {
-            return Ok(Some(too_long));
-        }
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Line;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<Line>> {
+        Self::lift(self.0.decode(buf))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<Line>> {
+        Self::lift(self.0.decode_eof(buf))
     }
 }
 
@@ -188,18 +212,37 @@ mod tests {
     #[tokio::test]
     async fn lines_are_read_whole_and_long_ones_dropped() {
         let text = format!("a\n{}\nb", "x".repeat(MAX_MESSAGE_BYTES + 10));
-        let mut input = BufReader::with_capacity(4096, text.as_bytes());
-        let mut line = Vec::new();
-        assert_eq!(read_line(&mut input, &mut line).await.unwrap(), Some(false));
-        assert_eq!(line, b"a");
-        line.clear();
-        assert_eq!(read_line(&mut input, &mut line).await.unwrap(), Some(true));
-        assert!(line.is_empty());
-        line.clear();
-        assert_eq!(read_line(&mut input, &mut line).await.unwrap(), Some(false));
-        assert_eq!(line, b"b");
-        line.clear();
-        assert_eq!(read_line(&mut input, &mut line).await.unwrap(), None);
+        let mut lines = lines(text.as_bytes());
+        let a = lines.next().await.transpose().unwrap();
+        assert_eq!(a, Some(Line::Whole(Bytes::from_static(b"a"))));
+        let long = lines.next().await.transpose().unwrap();
+        assert_eq!(long, Some(Line::TooLong));
+        let b = lines.next().await.transpose().unwrap();
+        assert_eq!(b, Some(Line::Whole(Bytes::from_static(b"b"))));
+        assert!(lines.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_line_that_never_ends_is_refused_without_being_held() {
+        // Endless input with no newline: refused once it passes the limit, and the
+        // reader's buffer stays near the limit while the rest streams past.
+        let (mut client, server_side) = tokio::io::duplex(1 << 16);
+        let writer = tokio::spawn(async move {
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..(3 * MAX_MESSAGE_BYTES >> 20) {
+                if client.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            client.write_all(b"\n{}\n").await.unwrap();
+        });
+        let mut lines = lines(server_side);
+        assert_eq!(lines.next().await.transpose().unwrap(), Some(Line::TooLong));
+        assert!(lines.read_buffer().capacity() <= 2 * MAX_MESSAGE_BYTES);
+        let after = lines.next().await.transpose().unwrap();
+        assert!(lines.read_buffer().capacity() <= 2 * MAX_MESSAGE_BYTES);
+        assert_eq!(after, Some(Line::Whole(Bytes::from_static(b"{}"))));
+        writer.await.unwrap();
     }
 
     #[tokio::test]
@@ -210,7 +253,7 @@ mod tests {
         let (messages, mut received) = mpsc::channel(4);
         let closed = CancellationToken::new();
         let reader = tokio::spawn(read_messages(
-            BufReader::new(server_side),
+            server_side,
             intake,
             messages,
             Arc::new(Mutex::new(to_client)),
