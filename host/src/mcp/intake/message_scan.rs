@@ -2,8 +2,7 @@
 //! The transports cap a message's bytes ([`crate::mcp::MAX_MESSAGE_BYTES`]), but rmcp parses
 //! the whole message into `serde_json::Value`s before any of runbox's checks run, and
 //! a value costs far more heap than its text: a 57 MiB array of zeros took 5.6 GB
-//! (issue 18.1). [`MessageScan`] walks the bytes once, in any chunks, with O(1) memory
-//! and no allocation, counting every value (object, array, string, object key, number,
+//! (issue 18.1). [`scan`] walks the bytes once, with O(1) memory and no allocation, counting every value (object, array, string, object key, number,
 //! `true`/`false`/`null`) and the nesting depth, and stops at the first byte that
 //! passes a [`MessageLimits`]. It does not validate the grammar (serde_json does that
 //! next) but never counts fewer values or levels than serde_json would build from the
@@ -140,68 +139,36 @@ const ENDS_BARE: [bool; 256] = {
     table
 };
 
-/// The incremental scan of one message: [`feed`](Self::feed) it the bytes in chunks of
-/// any size, then [`finish`](Self::finish).
-#[derive(Debug, Clone)]
-pub struct MessageScan {
+/// The scan of one message, byte by byte.
+struct Scanner {
     limits: MessageLimits,
     state: State,
     values: usize,
     depth: usize,
     max_depth: usize,
-    bytes: usize,
     /// How many bytes of [`RAW_VALUE_KEY`] the current string has decoded to, or
     /// [`NO_MATCH`].
     matched: u8,
     /// Hex digits still to come in a `\u` escape, and the value so far.
     hex_left: u8,
     hex_value: u16,
-    /// The first error; every later call returns it again.
-    error: Option<ScanError>,
 }
 
-impl MessageScan {
-    pub fn new(limits: MessageLimits) -> Self {
-        MessageScan {
+impl Scanner {
+    fn new(limits: MessageLimits) -> Self {
+        Scanner {
             limits,
             state: State::Between,
             values: 0,
             depth: 0,
             max_depth: 0,
-            bytes: 0,
             matched: NO_MATCH,
             hex_left: 0,
             hex_value: 0,
-            error: None,
         }
     }
 
-    /// Scans the next bytes of the message. Fails at the first byte that passes a limit;
-    /// after a failure every call fails the same way.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ScanError> {
-        if let Some(error) = self.error {
-            return Err(error);
-        }
-        self.bytes = self.bytes.saturating_add(chunk.len());
-        let scanned = self.scan_chunk(chunk);
-        if let Err(error) = scanned {
-            self.error = Some(error);
-        }
-        scanned
-    }
-
-    /// The summary of all the bytes fed, or the error that stopped the scan.
-    pub fn finish(self) -> Result<ScanSummary, ScanError> {
-        match self.error {
-            Some(error) => Err(error),
-            None => Ok(ScanSummary {
-                values: self.values,
-                max_depth: self.max_depth,
-                bytes: self.bytes,
-            }),
-        }
-    }
-
+    /// Scans the message's bytes; fails at the first byte that passes a limit.
     fn scan_chunk(&mut self, chunk: &[u8]) -> Result<(), ScanError> {
         let n = chunk.len();
         let mut i = 0;
@@ -351,9 +318,13 @@ fn hex_digit(byte: u8) -> Option<u8> {
 
 /// Scans one whole message.
 pub fn scan(bytes: &[u8], limits: &MessageLimits) -> Result<ScanSummary, ScanError> {
-    let mut scan = MessageScan::new(*limits);
-    scan.feed(bytes)?;
-    scan.finish()
+    let mut scanner = Scanner::new(*limits);
+    scanner.scan_chunk(bytes)?;
+    Ok(ScanSummary {
+        values: scanner.values,
+        max_depth: scanner.max_depth,
+        bytes: bytes.len(),
+    })
 }
 
 #[cfg(test)]
@@ -485,26 +456,6 @@ mod tests {
         );
     }
 
-    /// The same summary however the text is cut: in two at every offset, and a byte at
-    /// a time.
-    fn check_every_split(text: &[u8]) {
-        let whole = scan(text, &limits());
-        for at in 0..=text.len() {
-            let mut scan = MessageScan::new(limits());
-            let fed = scan.feed(&text[..at]).and_then(|()| scan.feed(&text[at..]));
-            let split = fed.and_then(|()| scan.finish());
-            assert_eq!(
-                split,
-                whole,
-                "split at {at}: {}",
-                String::from_utf8_lossy(text)
-            );
-        }
-        let mut scan = MessageScan::new(limits());
-        let fed = text.iter().try_for_each(|byte| scan.feed(&[*byte]));
-        assert_eq!(fed.and_then(|()| scan.finish()), whole);
-    }
-
     /// A deterministic xorshift generator for the generated cases.
     struct Rng(u64);
 
@@ -608,25 +559,10 @@ mod tests {
             r#"["\\", "]", "\\\\\\\"]]]", 0]"#,
         ] {
             check_against_serde(text.as_bytes());
-            check_every_split(text.as_bytes());
         }
         assert_eq!(summary(br#"["\"]\"", 1]"#).values, 3);
         assert_eq!(summary(br#"["\\", 1]"#).values, 3);
         assert_eq!(summary(br#"["\u0022]", 1]"#).values, 3);
-    }
-
-    #[test]
-    fn same_summary_at_every_split() {
-        for text in [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"print(\"hi\\n\")","files":[{"path":"a[1].txt","content":"\u00e9\\\"{"}]}}}"#,
-            "[ 12.5e-3 , true,false ,null,-0,\"\\u12aB\\/\"]",
-            "{\"$serde_json::private::RawValue\" \n : \"[0,0,0]\"}",
-            "[\"$serde_json::private::RawValue\", \"$serde_json::private::RawValueX\"]",
-            "]]}{[0 1 2\"x\\",
-            "tru fals nul 1.2.3 --5",
-        ] {
-            check_every_split(text.as_bytes());
-        }
     }
 
     #[test]
@@ -638,9 +574,6 @@ mod tests {
             let pretty = serde_json::to_vec_pretty(&value).unwrap();
             check_against_serde(&compact);
             check_against_serde(&pretty);
-            if compact.len() < 200 {
-                check_every_split(&compact);
-            }
         }
     }
 
@@ -649,7 +582,6 @@ mod tests {
         let text =
             " \t\r\n{ \n\"a\" \t:\r\n[ 1 ,\n2\t,\r\"x\" , { } , [ ] ]\n,\t\"b\"\r:\nnull } \n";
         check_against_serde(text.as_bytes());
-        check_every_split(text.as_bytes());
         assert_eq!(summary(text.as_bytes()).values, 10);
         assert_eq!(summary(b" \t\r\n ").values, 0);
     }
@@ -717,35 +649,21 @@ mod tests {
 
     #[test]
     fn stops_at_the_value_that_passes_a_limit() {
-        // The issue's message: 57 MiB of zeros is refused within its first ~200 KB.
-        let chunk = "0,".repeat(32 << 10);
-        let mut scan = MessageScan::new(limits());
-        scan.feed(b"[").unwrap();
-        let mut fed = 1;
-        let error = loop {
-            match scan.feed(chunk.as_bytes()) {
-                Ok(()) => fed += chunk.len(),
-                Err(error) => break error,
-            }
-            assert!(fed < 57 << 20);
-        };
-        assert_eq!(error, ScanError::TooManyValues { max: 100_000 });
-        assert!(fed < 200_001 + chunk.len(), "{fed}");
-
         let small = MessageLimits {
             max_values: 3,
             max_depth: 2,
         };
-        let mut scan = MessageScan::new(small);
-        scan.feed(b"[0,0,").unwrap();
-        assert_eq!(scan.feed(b"0"), Err(ScanError::TooManyValues { max: 3 }));
-        // Sticky: later bytes and the end give the same error.
-        assert_eq!(scan.feed(b"]"), Err(ScanError::TooManyValues { max: 3 }));
-        assert_eq!(scan.finish(), Err(ScanError::TooManyValues { max: 3 }));
-
-        let mut scan = MessageScan::new(small);
-        scan.feed(b"[[").unwrap();
-        assert_eq!(scan.feed(b"["), Err(ScanError::TooDeep { max: 2 }));
+        assert!(scan(b"[0,0]", &small).is_ok());
+        assert_eq!(
+            scan(b"[0,0,0]", &small),
+            Err(ScanError::TooManyValues { max: 3 })
+        );
+        // Whatever follows the value that passed the limit.
+        assert_eq!(
+            scan(b"[0,0,0\"", &small),
+            Err(ScanError::TooManyValues { max: 3 })
+        );
+        assert_eq!(scan(b"[[[", &small), Err(ScanError::TooDeep { max: 2 }));
     }
 
     /// A `tools/call` of `run_code` with the most input files runbox takes (100, 32 MiB
@@ -790,12 +708,6 @@ mod tests {
         assert!(got.values < 1_000, "{got:?}");
         assert!(got.max_depth <= 5, "{got:?}");
         assert_eq!(got.bytes, message.len());
-        // In chunks as a transport reads them.
-        let mut scan = MessageScan::new(limits());
-        for chunk in message.chunks(8 << 10) {
-            scan.feed(chunk).unwrap();
-        }
-        assert_eq!(scan.finish(), Ok(got));
     }
 
     #[test]
@@ -820,13 +732,6 @@ mod tests {
                 Err(ScanError::ReservedKey),
                 "{text}"
             );
-            for at in 0..=text.len() {
-                let mut scan = MessageScan::new(limits());
-                let fed = scan
-                    .feed(&text.as_bytes()[..at])
-                    .and_then(|()| scan.feed(&text.as_bytes()[at..]));
-                assert_eq!(fed, Err(ScanError::ReservedKey), "{text} split at {at}");
-            }
         }
         // Only the exact key: as a value, longer, shorter or escaped otherwise it passes.
         for text in [
@@ -870,12 +775,11 @@ mod tests {
             let at = rng.below(text.len());
             text[at] = alphabet[rng.below(alphabet.len())];
             let _ = scan(&text, &limits());
-            check_every_split(&text[..rng.below(text.len())]);
+            let _ = scan(&text[..rng.below(text.len())], &limits());
         }
         // A lone escape or unfinished `\u` at the very end.
         for text in [&b"\"\\"[..], b"\"\\u00", b"\"\\u00\"", b"\"\\uZZ\"]", b"\""] {
             let _ = scan(text, &limits());
-            check_every_split(text);
         }
         assert_eq!(summary(b"\"\\u00\"[").values, 2);
     }
