@@ -4,6 +4,16 @@
 //! Runs are counted by runtime and status, and their wall time goes into a histogram per
 //! runtime; the gauges (queue, sessions, tasks, memory) are read when `/metrics` is
 //! asked for, by whoever owns them.
+//!
+//! The format is written here rather than by the `prometheus-client` crate, kept so on
+//! purpose (issue 32). Measured with prometheus-client 0.24.1 on this module's metrics,
+//! its text encoder (OpenMetrics) writes `le` first (`{le="+Inf",runtime="python"}`,
+//! which tests/mcp_client/ops.py reads as `{runtime="python",le="+Inf"}`), bounds as
+//! `le="10.0"` and `le="60.0"` (the test below reads `"10"` and `"60"`), a counter's
+//! `# TYPE` under its name without `_total` (`# TYPE runbox_runs counter`), float gauges
+//! as `1.0`, and label values unescaped: `a"b\c` + newline came out as
+//! `m_total{l="a"b\c⏎d"} 1`, a broken line, where tool names from upstream servers are
+//! label values. The page here is the 0.0.4 text format, with escaping, in ~100 lines.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
