@@ -11,9 +11,9 @@
 //! which tests/mcp_client/ops.py reads as `{runtime="python",le="+Inf"}`), bounds as
 //! `le="10.0"` and `le="60.0"` (the test below reads `"10"` and `"60"`), a counter's
 //! `# TYPE` under its name without `_total` (`# TYPE runbox_runs counter`), float gauges
-//! as `1.0`, and label values unescaped: `a"b\c` + newline came out as
-//! `m_total{l="a"b\c⏎d"} 1`, a broken line, where tool names from upstream servers are
-//! label values. The page here is the 0.0.4 text format, with escaping, in ~100 lines.
+//! as `1.0`, and label values unescaped: `a"b\c` and a newline came out as
+//! `m_total{l="a"b\c`, a line break and `d"} 1`, where tool names from upstream servers
+//! are label values. The page here is the 0.0.4 text format, with escaping, in ~100 lines.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -229,7 +229,7 @@ mod tests {
         let (mut client, server_side) = tokio::io::duplex(1 << 16);
         let writer = tokio::spawn(async move {
             let chunk = vec![b'x'; 1 << 20];
-            for _ in 0..(3 * MAX_MESSAGE_BYTES >> 20) {
+            for _ in 0..((3 * MAX_MESSAGE_BYTES) >> 20) {
                 if client.write_all(&chunk).await.is_err() {
                     return;
                 }
