@@ -20,6 +20,9 @@
 //! - [`languages`]: `typescript`, `shell` and `prolog`, as issue 23 states them.
 //! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
 //! - [`shell_hub`]: the other runtimes as commands of `shell`, in pipes and on its files.
+//! - [`app`]: the result app (an MCP App) in headless Chromium, fed real results.
+//! - [`install`]: the npm packages and the Python wheel, installed as users install them.
+//! - [`layers`]: the crate's modules form layers without an import circle.
 //!
 //! `cargo test --release --test all SUITE::` runs one suite.
 

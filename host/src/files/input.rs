@@ -53,8 +53,9 @@ pub enum FileError {
     #[error("{count} input files given; at most {MAX_INPUT_FILES} are allowed")]
     TooMany { count: usize },
     #[error(
-        "input files hold more than 32 MiB ({MAX_INPUT_BYTES} bytes) decoded in total; \
-         the cap was passed at file `{path}`"
+        "input files hold more than {mib} MiB ({MAX_INPUT_BYTES} bytes) decoded in total; \
+         the cap was passed at file `{path}`",
+        mib = MAX_INPUT_BYTES >> 20
     )]
     TooLarge { path: String },
     #[error("file `{path}` is given twice")]
