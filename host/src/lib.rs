@@ -1,10 +1,13 @@
 //! runbox: run untrusted code in WebAssembly sandboxes, one component plugin per language.
 //!
-//! Reading order for one request: [`mcp::server`] (the tools) → [`service`] (the facade)
-//! → [`run`] (one call: admission, a sandbox on its own thread, the plugin instance,
-//! how it ended) or [`session`] (calls that share state) → [`sandbox::store`] (a
-//! program's WASI context) → [`sandbox`]'s `process` host (spawning tools) →
-//! [`plugin`] (how plugins are fetched, componentized, compiled, prepared).
+//! The modules form layers (docs/layout.md; tests/all/layers.rs holds them to it): each
+//! imports only its own layer and those below. Reading order for one request, from the
+//! top: [`mcp`] (the handler, the transports, the intake) → [`service`] (the facade) →
+//! [`run`] (one call: admission, a sandbox on its own thread, the plugin instance, how
+//! it ended) or [`session`] (calls that share state) → [`plugin`] (how plugins are
+//! fetched, componentized, prepared) → [`sandbox`] (a run's stores and the host
+//! interfaces they call) → [`componentize`] and [`engine`] (modules made components,
+//! snapshots, compiling) → the budgets, files, manifest and plain types beneath.
 
 pub mod adapters;
 pub mod budget;

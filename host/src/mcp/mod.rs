@@ -26,7 +26,9 @@ pub use handler::retained::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
 pub use handler::server::RunboxServer;
 pub use handler::settings::ServerSettings;
 pub use handler::shown::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
-pub use handler::tasks::{TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER};
+pub use handler::tasks::{
+    TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
+};
 pub use intake::MAX_MESSAGE_BYTES;
 pub use transport::access::{self, HttpAccess};
 pub use transport::http::{check_bind, HttpLimits, DEFAULT_MAX_CONNECTIONS};

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 
-use crate::service::Held;
-use crate::service::CapturedOutput;
-use crate::service::wire::encode_base64;
-use crate::service::OutputFile;
 use crate::mcp::handler::retained::{self, Item, Retained};
 use crate::mcp::handler::schema::{FileOutput, RunCodeOutput};
 use crate::mcp::handler::shown::{shown, MIN_SHOWN_BYTES};
+use crate::service::wire::encode_base64;
+use crate::service::CapturedOutput;
+use crate::service::Held;
+use crate::service::OutputFile;
 use crate::service::RunOutcome;
 
 /// An image is inlined up to this size (bytes before base64).

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rmcp::model::ResourceContents;
 
-use crate::budget::memory::{Held, MemoryBudget, Reservation};
-use crate::budget::output::CapturedOutput;
-use crate::files::has_control_characters;
-use crate::files::wire::encode_base64;
-use crate::replica::{OtherReplica, Replica};
+use crate::service::has_control_characters;
+use crate::service::wire::encode_base64;
+use crate::service::CapturedOutput;
+use crate::service::{Held, MemoryBudget, Reservation};
+use crate::service::{OtherReplica, Replica};
 
 /// The URI scheme of everything runbox keeps.
 pub const SCHEME: &str = "runbox://";
@@ -161,7 +161,7 @@ impl Retained {
         let (handle, path) = parse_uri(uri).ok_or_else(|| ReadError::NotOurs(uri.into()))?;
         let gone = || match self.replica.elsewhere("resource", &handle) {
             Some(elsewhere) => ReadError::OtherReplica(OtherReplica {
-                handle: crate::replica::shown(uri),
+                handle: crate::service::replica::shown(uri),
                 ..elsewhere
             }),
             None => ReadError::Gone {
@@ -378,8 +378,8 @@ mod tests {
             stdout: b"out\n".to_vec(),
             stderr: b"err\0\n".to_vec(),
             segments: vec![
-                (crate::budget::output::Channel::Stdout, 4),
-                (crate::budget::output::Channel::Stderr, 5),
+                (crate::service::Channel::Stdout, 4),
+                (crate::service::Channel::Stderr, 5),
             ],
             truncated: false,
         };

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::service::{escaped_name, MAX_INPUT_BYTES, MAX_INPUT_FILES};
 use crate::service::RunStatus;
+use crate::service::{escaped_name, MAX_INPUT_BYTES, MAX_INPUT_FILES};
 use crate::service::{LimitSettings, RuntimeInfo};
 
 /// The arguments of `run_code`. The descriptions are short: every client sends them to

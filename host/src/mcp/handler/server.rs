@@ -23,8 +23,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
-use crate::service::Held;
-use crate::service::ReturnCaps;
 use crate::mcp::handler::app;
 use crate::mcp::handler::arguments::{check_close_session, check_create_session, check_run_code};
 use crate::mcp::handler::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
@@ -35,6 +33,8 @@ use crate::mcp::handler::schema::{
 };
 use crate::mcp::handler::settings::ServerSettings;
 use crate::mcp::handler::tasks::Tasks;
+use crate::service::Held;
+use crate::service::ReturnCaps;
 use crate::service::RunStatus;
 use crate::service::RunWatch;
 use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};

@@ -22,8 +22,8 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use tokio_util::sync::CancellationToken;
 
-use crate::replica::Replica;
-use crate::run::RunWatch;
+use crate::service::Replica;
+use crate::service::RunWatch;
 
 /// The most `timeout_seconds` a task may ask for, by default.
 pub const DEFAULT_MAX_TASK_TIMEOUT: Duration = Duration::from_secs(3600);

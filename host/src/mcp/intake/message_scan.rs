@@ -669,7 +669,7 @@ mod tests {
     /// A `tools/call` of `run_code` with the most input files runbox takes (100, 32 MiB
     /// decoded in total, base64), the other arguments and a progress token.
     fn largest_run_code_call() -> Vec<u8> {
-        use crate::files::{MAX_INPUT_BYTES, MAX_INPUT_FILES};
+        use crate::service::{MAX_INPUT_BYTES, MAX_INPUT_FILES};
         use base64::Engine as _;
         let engine = base64::engine::general_purpose::STANDARD;
         let per_file = MAX_INPUT_BYTES / MAX_INPUT_FILES;

@@ -9,8 +9,8 @@ pub mod message_scan;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::service::{MemoryBudget, Reservation};
 use crate::mcp::intake::message_scan::{scan, MessageLimits, ScanError};
+use crate::service::{MemoryBudget, Reservation};
 
 /// The largest JSON-RPC message runbox reads, over stdio (one line) or HTTP (one body).
 /// Anything up to this size is parsed (once it passes the scan), so an oversized `code`

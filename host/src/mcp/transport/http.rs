@@ -44,7 +44,6 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::service::Held;
 use crate::mcp::handler::server::RunboxServer;
 use crate::mcp::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
 use crate::mcp::transport::access::{self, Bearer, HttpAccess};
@@ -53,6 +52,7 @@ use crate::mcp::transport::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT, DRAIN_GRACE};
 use crate::mcp::transport::origin::{self, OriginRules};
 use crate::mcp::transport::session_ids::replica_session_ids;
 use crate::mcp::transport::stalled_write::{StalledWriteTimeout, STALLED_WRITE_TIMEOUT};
+use crate::service::Held;
 
 /// The path clients connect to.
 pub const PATH: &str = "/mcp";

@@ -249,7 +249,7 @@ mod tests {
     async fn refusals_are_answered_and_the_end_of_input_closes() {
         let (mut client, server_side) = tokio::io::duplex(1 << 20);
         let (mut from_server, to_client) = tokio::io::duplex(1 << 20);
-        let intake = Intake::new(crate::budget::memory::MemoryBudget::new(1 << 30));
+        let intake = Intake::new(crate::service::MemoryBudget::new(1 << 30));
         let (messages, mut received) = mpsc::channel(4);
         let closed = CancellationToken::new();
         let reader = tokio::spawn(read_messages(
