@@ -79,9 +79,7 @@ impl From<crate::files::FileError> for CallError {
 
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
 use crate::plugin::{LoadedPlugin, PluginError};
-use crate::run::admission::{
-    default_server_memory, raise_descriptor_limit, Admission,
-};
+use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
 use crate::run::classify::cancelled_before_start;
 use crate::run::Runner;
 use crate::sandbox::linker::{plugin_linker, tool_linker};

@@ -661,7 +661,11 @@ fn client_configs_start_runbox() {
 fn declared_mods(source: &str) -> Vec<String> {
     source
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ").or_else(|| l.trim().strip_prefix("mod ")))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("pub mod ")
+                .or_else(|| l.trim().strip_prefix("mod "))
+        })
         .filter_map(|r| r.strip_suffix(';'))
         .filter(|name| *name != "common")
         .map(str::to_string)
@@ -674,14 +678,22 @@ fn the_layout_and_the_suite_list_name_every_module() {
     let layout = read(&root().join("docs/layout.md"));
     let missing: Vec<String> = declared_mods(&lib)
         .into_iter()
-        .filter(|m| !layout.contains(&format!("src/{m}/")) && !layout.contains(&format!("src/{m}.rs")))
+        .filter(|m| {
+            !layout.contains(&format!("src/{m}/")) && !layout.contains(&format!("src/{m}.rs"))
+        })
         .collect();
-    assert!(missing.is_empty(), "docs/layout.md names no src/ path for {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md names no src/ path for {missing:?}"
+    );
 
     let suites = read(&root().join("tests/all/main.rs"));
     let unlisted: Vec<String> = declared_mods(&suites)
         .into_iter()
         .filter(|m| !suites.contains(&format!("[`{m}`]")))
         .collect();
-    assert!(unlisted.is_empty(), "tests/all/main.rs's list misses {unlisted:?}");
+    assert!(
+        unlisted.is_empty(),
+        "tests/all/main.rs's list misses {unlisted:?}"
+    );
 }

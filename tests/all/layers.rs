@@ -16,7 +16,15 @@ use std::path::{Path, PathBuf};
 /// own line or on an earlier one.
 const LAYERS: &[&[&str]] = &[
     // Budgets, plain types and small utilities that know nothing of runs.
-    &["budget", "metrics", "replica", "run_thread", "scratch", "sweeper", "adapters"],
+    &[
+        "budget",
+        "metrics",
+        "replica",
+        "run_thread",
+        "scratch",
+        "sweeper",
+        "adapters",
+    ],
     &["files", "limits"],
     &["manifest", "outcome", "wit"],
     // The engine and the compiled cache; componentize and the snapshot.
@@ -157,7 +165,11 @@ fn expand_use_tree(tree: &str) -> Vec<Vec<String>> {
             if let Some(open) = item.find('{') {
                 let mut next = prefix.to_vec();
                 next.extend(segments(&item[..open]));
-                walk(&next, &item[open + 1..item.rfind('}').unwrap_or(item.len())], out);
+                walk(
+                    &next,
+                    &item[open + 1..item.rfind('}').unwrap_or(item.len())],
+                    out,
+                );
             } else {
                 let item = item.split(" as ").next().unwrap_or(item);
                 let mut path = prefix.to_vec();
@@ -426,27 +438,38 @@ fn each_module_imports_only_its_own_layer_and_below() {
             }
             continue;
         }
-        let Some(from) = top_module(file) else { continue };
+        let Some(from) = top_module(file) else {
+            continue;
+        };
         let Some(from_layer) = layer_of(&from) else {
             wrong.push(format!("{file}: `{from}` is on no layer of LAYERS"));
             continue;
         };
         for target in targets {
-            let Some(to) = top_module(target) else { continue };
+            let Some(to) = top_module(target) else {
+                continue;
+            };
             if to == from || UTILITIES.contains(&to.as_str()) {
                 continue;
             }
             match layer_of(&to) {
-                Some(l) if l > from_layer => wrong.push(format!("{file} -> {target}: `{to}` is above `{from}`")),
-                Some(_) if THROUGH_THE_SERVICE.contains(&from.as_str()) && to != "service" => {
-                    wrong.push(format!("{file} -> {target}: `{from}` uses the library through the service"))
+                Some(l) if l > from_layer => {
+                    wrong.push(format!("{file} -> {target}: `{to}` is above `{from}`"))
                 }
+                Some(_) if THROUGH_THE_SERVICE.contains(&from.as_str()) && to != "service" => wrong
+                    .push(format!(
+                        "{file} -> {target}: `{from}` uses the library through the service"
+                    )),
                 Some(_) => {}
                 None => wrong.push(format!("{target}: `{to}` is on no layer of LAYERS")),
             }
         }
     }
-    assert!(wrong.is_empty(), "imports against the layers:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "imports against the layers:\n{}",
+        wrong.join("\n")
+    );
 }
 
 /// The reader itself: it must see the imports these rules depend on.
@@ -461,16 +484,22 @@ fn the_import_reader_sees_use_trees_paths_and_test_modules() {
             vec!["crate", "a", "self"],
         ]
     );
-    let code = code_only("let s = \"crate::x\"; // crate::y\nlet t = r#\"crate::z\"#; crate::w::V;");
+    let code =
+        code_only("let s = \"crate::x\"; // crate::y\nlet t = r#\"crate::z\"#; crate::w::V;");
     assert_eq!(qualified_paths(&code), [vec!["crate", "w", "V"]]);
     let code = "use a::B;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
     assert_eq!(inline_tests_start(code), Some(10));
-    assert_eq!(declared_modules("pub mod a;\nmod b;\nmod c {\n"), ["a", "b"].map(String::from).into());
+    assert_eq!(
+        declared_modules("pub mod a;\nmod b;\nmod c {\n"),
+        ["a", "b"].map(String::from).into()
+    );
 
     // The crate as it is: the graph finds imports where the code has them.
     let graph = Graph::read();
     assert!(graph.imports["sandbox/store.rs"].contains("sandbox/quota_fs.rs"));
     assert!(graph.imports["mcp/handler/server.rs"].contains("service.rs"));
     assert!(graph.imports["main.rs"].contains("cli/mod.rs"));
-    assert!(graph.counted("sandbox/store.rs").all(|t| t != "sandbox/mod.rs"));
+    assert!(graph
+        .counted("sandbox/store.rs")
+        .all(|t| t != "sandbox/mod.rs"));
 }

@@ -9,20 +9,20 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use runbox::mcp::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
-use runbox::mcp::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
 use runbox::mcp::ServerSettings;
-use runbox::mcp::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
-use runbox::mcp::{
-    TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
-};
+use runbox::mcp::Transport;
+use runbox::mcp::DEFAULT_DRAIN_TIMEOUT;
+use runbox::mcp::DEFAULT_MAX_HTTP_SESSIONS;
 use runbox::mcp::{access, HttpAccess};
 use runbox::mcp::{HttpLimits, DEFAULT_MAX_CONNECTIONS};
-use runbox::mcp::DEFAULT_MAX_HTTP_SESSIONS;
-use runbox::mcp::DEFAULT_DRAIN_TIMEOUT;
-use runbox::mcp::Transport;
+use runbox::mcp::{ResultLimits, DEFAULT_MAX_RESULT_BYTES, MIN_MAX_RESULT_BYTES};
+use runbox::mcp::{TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER};
+use runbox::mcp::{DEFAULT_RESOURCE_TTL, DEFAULT_RETAINED_BYTES};
+use runbox::mcp::{DEFAULT_SHOWN_BYTES, MIN_SHOWN_BYTES};
 use runbox::service::Replica;
+use runbox::service::ToolsConfig;
 use runbox::service::DEFAULT_MAX_QUEUED;
+use runbox::service::{Gateway, GatewaySettings};
 use runbox::service::{
     LimitSettings, RunboxOptions, DEFAULT_HIBERNATE_AFTER, DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_IDLE,
@@ -30,11 +30,9 @@ use runbox::service::{
 use runbox::service::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
-use runbox::service::ToolsConfig;
 use runbox::service::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TOOL_CALLS,
 };
-use runbox::service::{Gateway, GatewaySettings};
 
 use super::limits::{seconds, LimitArgs};
 use super::GlobalArgs;

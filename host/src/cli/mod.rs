@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use runbox::service::ProgramCompiler;
 use runbox::service::Manifest;
+use runbox::service::ProgramCompiler;
 use runbox::service::{Cache, Progress};
 use runbox::service::{Runbox, RunboxOptions, StartError};
 

@@ -5,9 +5,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use runbox::conformance::check_plugin;
-use runbox::service::{ProgramCompiler, SandboxEngine};
 use runbox::service::cache_state;
 use runbox::service::RunboxOptions;
+use runbox::service::{ProgramCompiler, SandboxEngine};
 
 use super::GlobalArgs;
 

@@ -33,8 +33,8 @@ use super::terminal::replay_as_terminal;
 use super::{check_runtime_name, GlobalArgs};
 use complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
 use runbox::service::{escaped_name, OutputFile, ReturnCaps};
-use runbox::service::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use runbox::service::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
 
 #[derive(Debug, Args)]

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use runbox::service::{OutputFile, ReturnCaps};
 use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, RunboxOptions};
+use runbox::service::{OutputFile, ReturnCaps};
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{seconds, LimitArgs};
