@@ -41,8 +41,8 @@ pub struct Mount {
     pub guest: String,
 }
 
-/// Everything the stores of one run share; in a session, across its calls.
-pub struct Sandbox {
+/// What a sandbox is made of: [`Sandbox::new`] is the one way to build one.
+pub struct SandboxConfig {
     pub engine: SandboxEngine,
     /// How produced programs are compiled and linked.
     pub programs: Arc<ProgramCompiles>,
@@ -53,13 +53,11 @@ pub struct Sandbox {
     /// The writable scratch directory, preopened at `/`.
     pub scratch: PathBuf,
     pub mounts: Arc<Vec<Mount>>,
-    /// What the current call writes; taken when it ends.
-    pub output: OutputCapture,
+    /// The cap on what one call may write, each stream.
+    pub output_bytes: usize,
     pub memory: MemoryBudget,
     /// The scratch directory's cap: bytes of file data and files created.
     pub disk: DiskBudget,
-    /// Programs the current call compiled into the cache: kept only if it completes.
-    new_programs: Mutex<Vec<PathBuf>>,
     /// Resources (descriptors, streams, …) each of its stores may hold.
     pub resources_per_store: usize,
     /// A durable session's journal: its stores draw randomness and time through it.
@@ -74,59 +72,30 @@ pub struct Sandbox {
     pub commands: Option<Arc<dyn commands::CommandHost>>,
 }
 
-/// What a sandbox is made of: [`Sandbox::new`] is the one way to build one.
-pub struct SandboxConfig {
-    pub engine: SandboxEngine,
-    pub programs: Arc<ProgramCompiles>,
-    pub tools: Arc<HashMap<String, Tool>>,
-    pub settings: Arc<Vec<(String, Vec<String>)>>,
-    pub scratch: PathBuf,
-    pub mounts: Arc<Vec<Mount>>,
-    /// The cap on what one call may write, each stream.
-    pub output_bytes: usize,
-    pub memory: MemoryBudget,
-    pub disk: DiskBudget,
-    pub resources_per_store: usize,
-    pub journal: Option<crate::sandbox::journal::Journal>,
-    pub tool_calls: Option<Arc<crate::upstream::ToolCalls>>,
-    pub empty_tools_dir: Option<PathBuf>,
-    pub commands: Option<Arc<dyn commands::CommandHost>>,
+/// Everything the stores of one run share; in a session, across its calls: what it was
+/// made of (read through `Deref`, `sandbox.memory`) and what its calls change.
+pub struct Sandbox {
+    config: SandboxConfig,
+    /// What the current call writes; taken when it ends.
+    pub output: OutputCapture,
+    /// Programs the current call compiled into the cache: kept only if it completes.
+    new_programs: Mutex<Vec<PathBuf>>,
+}
+
+impl std::ops::Deref for Sandbox {
+    type Target = SandboxConfig;
+
+    fn deref(&self) -> &SandboxConfig {
+        &self.config
+    }
 }
 
 impl Sandbox {
     pub fn new(config: SandboxConfig) -> Arc<Sandbox> {
-        let SandboxConfig {
-            engine,
-            programs,
-            tools,
-            settings,
-            scratch,
-            mounts,
-            output_bytes,
-            memory,
-            disk,
-            resources_per_store,
-            journal,
-            tool_calls,
-            empty_tools_dir,
-            commands,
-        } = config;
         Arc::new(Sandbox {
-            engine,
-            programs,
-            tools,
-            settings,
-            scratch,
-            mounts,
-            output: OutputCapture::new(output_bytes),
-            memory,
-            disk,
+            output: OutputCapture::new(config.output_bytes),
             new_programs: Mutex::default(),
-            resources_per_store,
-            journal,
-            tool_calls,
-            empty_tools_dir,
-            commands,
+            config,
         })
     }
 
