@@ -1,8 +1,8 @@
 //! The benchmark suite: how fast runbox answers, per runtime, warm, medians and p95.
 //!
 //! `cargo bench --bench suite` runs every section; `cargo bench --bench suite -- hello
-//! python` only those (sections: hello, python, cpu, throughput, session, prestart,
-//! memory, cold), and `ROUNDS=N` sets the rounds. It prints markdown tables (what
+//! python` only those (sections: hello, python, cpu, pycpu, throughput, session,
+//! prestart, memory, cold), and `ROUNDS=N` sets the rounds. It prints markdown tables (what
 //! `bench/RESULTS.md` is made from). MCP numbers are client round trips through the real
 //! binary (`runbox mcp` over stdio, rmcp's client); in-process numbers call the library.
 //! Native programs (python3, gcc, g++, node) are run beside when installed. Runtimes come
@@ -105,6 +105,9 @@ fn main() {
         }
         if wants("cpu") {
             cpu(rounds.min(7)).await;
+        }
+        if wants("pycpu") {
+            pycpu(rounds.min(7)).await;
         }
         if wants("throughput") {
             throughput().await;
@@ -345,6 +348,97 @@ async fn cpu(rounds: usize) {
         }
     }
     println!();
+}
+
+/// The pure-Python CPU set (bench/python/): each program's `work()` timed inside the
+/// interpreter, in runbox's python and in the machine's CPython, so that the ratio is the
+/// interpreters' alone (no process start, no snapshot restore).
+const PYTHON_CPU: &[(&str, &str)] = &[
+    (
+        "primes (first 5000, ×10)",
+        include_str!("../../bench/python/primes.py"),
+    ),
+    ("nbody", include_str!("../../bench/python/nbody.py")),
+    ("tasks", include_str!("../../bench/python/tasks.py")),
+    (
+        "json round trips",
+        include_str!("../../bench/python/json_round.py"),
+    ),
+    (
+        "regex compiles",
+        include_str!("../../bench/python/regex_build.py"),
+    ),
+];
+
+/// `program` with a line that prints `work()`'s result and its time in microseconds.
+fn timed_work(program: &str) -> String {
+    format!(
+        "{program}\nimport time as _t\n_s = _t.perf_counter()\n_r = work()\nprint(_r, round((_t.perf_counter() - _s) * 1e6))\n"
+    )
+}
+
+/// The microseconds a [`timed_work`] program printed last on its output.
+fn work_micros(stdout: &str) -> f64 {
+    stdout
+        .split_whitespace()
+        .last()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no time in {stdout:?}"))
+}
+
+/// The pure-Python set inside runbox and natively, side by side.
+async fn pycpu(rounds: usize) {
+    header(
+        "Pure-Python CPU work inside the interpreter, beside native CPython",
+        &["program", "runbox", "native", "ratio"],
+    );
+    let runbox = load(&["python"]);
+    let python3 = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string());
+    let mut ratios = Vec::new();
+    for (name, program) in PYTHON_CPU {
+        let code = timed_work(program);
+        let mut inside = Vec::new();
+        let mut native = Vec::new();
+        // Alternated, so that both see the same load on this shared machine.
+        for _ in 0..=rounds {
+            let outcome = common::run(&runbox, "python", &code).await;
+            inside.push(work_micros(&outcome.stdout()));
+            if let Some(exe) = &python3 {
+                let out = Command::new(exe)
+                    .args(["-c", &code])
+                    .output()
+                    .expect("python3");
+                native.push(work_micros(&String::from_utf8_lossy(&out.stdout)));
+            }
+        }
+        // The first round of each warms up.
+        let inside = median_of(&mut inside[1..].to_vec()) / 1000.0;
+        match native.get(1..) {
+            Some(rest) if !rest.is_empty() => {
+                let native = median_of(&mut rest.to_vec()) / 1000.0;
+                ratios.push(inside / native);
+                println!(
+                    "| {name} | {inside:.1} | {native:.1} | {:.2} |",
+                    inside / native
+                );
+            }
+            _ => println!("| {name} | {inside:.1} | - | - |"),
+        }
+    }
+    if !ratios.is_empty() {
+        let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        println!("\nGeometric mean of the ratios: {geo:.2}\n");
+    }
+}
+
+fn median_of(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
 }
 
 /// Python hello runs per second with 1, 2, 8 and 32 concurrent callers.

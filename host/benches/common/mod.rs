@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use runbox::manifest::Manifest;
 use runbox::plugin::artifact::{Cache, Progress};
-use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{LimitOverrides, RunOutcome, RunRequest, RunStatus, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
 #[allow(unused_imports)] // each bench uses its own part
@@ -42,6 +42,14 @@ pub fn load_with(manifest: Manifest, options: RunboxOptions) -> Arc<Runbox> {
 /// long the call took.
 pub async fn run_expecting(runbox: &Runbox, runtime: &str, code: &str, expected: &str) -> Duration {
     let started = Instant::now();
+    let outcome = run(runbox, runtime, code).await;
+    let took = started.elapsed();
+    assert_eq!(outcome.stdout(), expected, "{runtime}: {outcome:?}");
+    took
+}
+
+/// Runs `code` in `runtime` (60 s allowed) and returns what it produced; it must complete.
+pub async fn run(runbox: &Runbox, runtime: &str, code: &str) -> RunOutcome {
     let outcome = runbox
         .run(
             RunRequest {
@@ -58,9 +66,12 @@ pub async fn run_expecting(runbox: &Runbox, runtime: &str, code: &str, expected:
         )
         .await
         .expect("run");
-    let took = started.elapsed();
-    assert_eq!(outcome.stdout(), expected, "{runtime}: {outcome:?}");
-    took
+    assert_eq!(
+        outcome.status,
+        RunStatus::Completed,
+        "{runtime}: {outcome:?}"
+    );
+    outcome
 }
 
 /// The number among the arguments (`cargo bench --bench NAME -- 20`), else `default`;
