@@ -96,6 +96,17 @@ fn base_config() -> Config {
         .wasm_stack_switching(false)
         .wasm_wide_arithmetic(false)
         .wasm_custom_page_sizes(false);
+    // `RUNBOX_PROFILE=perfmap` (or `jitdump`) names the guest's compiled functions to
+    // `perf` (docs/benchmarks.md, "Profiling"): for finding where a run's time goes.
+    match std::env::var("RUNBOX_PROFILE").as_deref() {
+        Ok("perfmap") => {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        Ok("jitdump") => {
+            config.profiler(wasmtime::ProfilingStrategy::JitDump);
+        }
+        _ => {}
+    }
     config
 }
 
