@@ -51,6 +51,8 @@ const PRIMES_FIRST_PY: &str = "def primes(n):\n    found = []\n    c = 2\n    wh
 const FIB_C: &str = "#include <stdio.h>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main(void) { printf(\"%d\\n\", fib(32)); return 0; }\n";
 /// fib(38): long enough that running the program, not compiling it, is what is timed.
 const FIB38_C: &str = "#include <stdio.h>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main(void) { volatile int n = 38; printf(\"%d\\n\", fib(n)); return 0; }\n";
+const HELLO_CPP: &str =
+    "#include <iostream>\nint main() { std::cout << \"hello, world\" << std::endl; }\n";
 const FIB_CPP: &str = "#include <iostream>\nstatic int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nint main() { std::cout << fib(32) << std::endl; }\n";
 const FIB_JS: &str =
     "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\nconsole.log(fib(27));\n";
@@ -307,6 +309,14 @@ async fn cpu(rounds: usize) {
             "39088169\n",
             native_compiled(dir.path(), "clang", "c", FIB38_C, rounds),
             "clang -O2, compile+run",
+        ),
+        (
+            "C++ <iostream> hello, compile+run",
+            "clangpp",
+            HELLO_CPP,
+            "hello, world\n",
+            native_compiled(dir.path(), "g++", "cpp", HELLO_CPP, rounds),
+            "g++ -O2, compile+run",
         ),
         (
             "C++ fib(32), compile+run",

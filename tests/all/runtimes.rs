@@ -233,6 +233,29 @@ async fn files_written_in_one_run_are_gone_in_the_next() {
     }
 }
 
+/// Every python run starts from one snapshot, yet draws its own random numbers: both
+/// `random`'s and numpy's global generators are seeded afresh from the system.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_python_run_draws_fresh_random_numbers() {
+    let code = "import random, numpy\nprint(random.getrandbits(64), numpy.random.randint(0, 2**62), numpy.random.rand())";
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..3 {
+        let out = run("python", code).await;
+        assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+        let line = out.stdout().trim().to_string();
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields.len(), 3, "{line}");
+        assert!(
+            seen.insert(fields[0].to_string()),
+            "random repeated: {line}"
+        );
+        assert!(
+            seen.insert(fields[1].to_string()),
+            "numpy.random repeated: {line}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_runs_at_once_are_all_correct() {
     let mut tasks = Vec::new();
