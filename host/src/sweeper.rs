@@ -3,6 +3,24 @@
 use std::sync::Weak;
 use std::time::Duration;
 
+/// A quarter of `period`, within `least..=most`: how often to sweep what lives for
+/// `period`, so that it goes soon after its time without the thread waking needlessly.
+pub fn quarter_of(period: Duration, least: Duration, most: Duration) -> Duration {
+    (period / 4).clamp(least, most)
+}
+
+/// [`spawn`], with a failure to start the thread logged (`what` names what then stays
+/// untidied).
+pub fn start<T, F>(name: &str, what: &str, every: Duration, target: Weak<T>, work: F)
+where
+    T: Send + Sync + 'static,
+    F: Fn(&T) + Send + 'static,
+{
+    if let Err(e) = spawn(name, every, target, work) {
+        tracing::error!("cannot start the {name} thread, {what}: {e}");
+    }
+}
+
 /// Spawns a thread named `name` that calls `work` on `target` every `every`, as long as
 /// something else holds `target` (the thread keeps only a [`Weak`]); it ends once the
 /// target is dropped.

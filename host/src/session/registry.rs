@@ -15,6 +15,7 @@ use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
 use crate::run::Runner;
+use crate::sweeper;
 
 /// How many ended ids are remembered, to say why a call for one is refused.
 const REMEMBERED_ENDINGS: usize = 4096;
@@ -575,11 +576,14 @@ impl Inner {
 /// A thread that ends idle sessions, checking a few times per `idle` period (and often
 /// enough to keep leases fresh); it stops when the sessions are dropped.
 fn start_reaper(inner: Weak<Inner>, idle: Duration) {
-    let tick = (idle / 4).clamp(Duration::from_millis(50), super::store::LEASE_REFRESH);
-    let spawned = crate::sweeper::spawn("runbox-sessions", tick, inner, Inner::expire_idle);
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the session reaper, idle sessions will not expire: {e}");
-    }
+    let tick = sweeper::quarter_of(idle, Duration::from_millis(50), super::store::LEASE_REFRESH);
+    sweeper::start(
+        "runbox-sessions",
+        "idle sessions will not expire",
+        tick,
+        inner,
+        Inner::expire_idle,
+    );
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use crate::service::wire::encode_base64;
 use crate::service::CapturedOutput;
 use crate::service::{Held, MemoryBudget, Reservation};
 use crate::service::{OtherReplica, Replica};
+use crate::sweeper;
 
 /// The URI scheme of everything runbox keeps.
 pub const SCHEME: &str = "runbox://";
@@ -310,13 +311,14 @@ fn sweep(inner: &mut Inner, ttl: Duration) {
 /// Removes expired entries every few seconds, so their memory goes back at their TTL
 /// even when nobody reads or runs; ends with the store.
 fn start_sweeper(inner: Weak<Mutex<Inner>>, ttl: Duration) {
-    let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
-    let spawned = crate::sweeper::spawn("runbox-retained", every, inner, move |inner| {
-        sweep(&mut lock(inner), ttl)
-    });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot start the retained-results sweeper: {e}");
-    }
+    let every = sweeper::quarter_of(ttl, Duration::from_millis(100), Duration::from_secs(5));
+    sweeper::start(
+        "runbox-retained",
+        "retained results will stay until read or pushed out",
+        every,
+        inner,
+        move |inner| sweep(&mut lock(inner), ttl),
+    );
 }
 
 #[cfg(test)]

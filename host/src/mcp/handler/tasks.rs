@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::service::Replica;
 use crate::service::RunWatch;
+use crate::sweeper;
 
 /// The most `timeout_seconds` a task may ask for, by default.
 pub const DEFAULT_MAX_TASK_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -291,13 +292,14 @@ fn sweep(entries: &mut HashMap<String, Entry>, ttl: Duration) {
 /// Drops expired tasks every few seconds, so their results go at their TTL even when
 /// nobody polls; ends with the store.
 fn start_sweeper(entries: Weak<Mutex<HashMap<String, Entry>>>, ttl: Duration) {
-    let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
-    let spawned = crate::sweeper::spawn("runbox-tasks", every, entries, move |entries| {
-        sweep(&mut lock(entries), ttl)
-    });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot start the tasks sweeper: {e}");
-    }
+    let every = sweeper::quarter_of(ttl, Duration::from_millis(100), Duration::from_secs(5));
+    sweeper::start(
+        "runbox-tasks",
+        "finished tasks will stay until polled",
+        every,
+        entries,
+        move |entries| sweep(&mut lock(entries), ttl),
+    );
 }
 
 #[cfg(test)]
