@@ -98,21 +98,21 @@ async fn read_messages<R, W>(
                 break;
             }
         };
-        let too_long = matches!(line, Line::TooLong);
-        let line = match line {
-            Line::Whole(line) => line,
-            Line::TooLong => Bytes::new(),
-        };
-        let message = line.strip_suffix(b"\r").unwrap_or(&line);
-        let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
-        if message.iter().all(u8::is_ascii_whitespace) && !too_long {
-            continue;
-        }
-        let screened = match too_long {
-            true => Err(Refusal::TooLarge {
-                bytes: MAX_MESSAGE_BYTES + 1,
-            }),
-            false => intake.screen(message),
+        let (message, screened) = match &line {
+            Line::TooLong => (
+                &[][..],
+                Err(Refusal::TooLarge {
+                    bytes: MAX_MESSAGE_BYTES + 1,
+                }),
+            ),
+            Line::Whole(line) => {
+                let message = line.strip_suffix(b"\r").unwrap_or(line);
+                let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
+                if message.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                (message, intake.screen(message))
+            }
         };
         let reply = match screened {
             Err(refusal) => {
