@@ -92,7 +92,10 @@ pub fn take_snapshot(
     // here (`engine::snapshot_compiler`): the snapshot has the same ones. (Cranelift
     // without optimisations compiled this no faster: 51 s against 48 s for python.)
     let started = std::time::Instant::now();
-    let compiled = Module::new(engine, &instrumented).map_err(|e| prepare(e.into()))?;
+    let compiled = crate::engine::compile_pool::compile(instrumented.len(), || {
+        Module::new(engine, &instrumented)
+    })
+    .map_err(|e| prepare(e.into()))?;
     let compiled_in = started.elapsed();
 
     let output = MemoryOutputPipe::new(64 << 10);
@@ -264,6 +267,7 @@ mod tests {
             init: vec![],
             entry: "turn".into(),
             alloc: "alloc".into(),
+            programs: 1,
         }
     }
 

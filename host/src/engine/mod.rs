@@ -6,6 +6,7 @@
 //! child process under the run's limits: see `sandbox/program.rs`). Both enable only the
 //! WebAssembly proposals the default plugins need.
 
+pub mod compile_pool;
 pub mod compiled_cache;
 
 use std::fs::File;
@@ -319,8 +320,7 @@ impl SandboxEngine {
         };
         let bytes = make_component().map_err(compile_err)?;
         let started = std::time::Instant::now();
-        let compiled = compiler
-            .precompile_component(&bytes)
+        let compiled = compile_pool::compile(bytes.len(), || compiler.precompile_component(&bytes))
             .map_err(|e| compile_err(e.into()))?;
         tracing::info!(
             name,
@@ -338,6 +338,35 @@ impl SandboxEngine {
         self.cache.prune_superseded(&path, KEEP_SUPERSEDED);
         self.load_compiled(kind, &path)
             .map_err(|e| compile_err(e.into()))
+    }
+}
+
+impl SandboxEngine {
+    /// `component` compiled by `compiler` (an engine of the plugins' configuration) for
+    /// this process only: nothing is written to the compiled cache.
+    pub fn compile_uncached(
+        &self,
+        what: &str,
+        compiler: &Engine,
+        component: &[u8],
+    ) -> Result<Component, EngineError> {
+        let compile_err = |source: wasmtime::Error| EngineError::Compile {
+            what: what.to_string(),
+            source: source.into(),
+        };
+        let started = std::time::Instant::now();
+        let compiled =
+            compile_pool::compile(component.len(), || compiler.precompile_component(component))
+                .map_err(compile_err)?;
+        tracing::info!(
+            what,
+            wasm_bytes = component.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "compiled, not cached"
+        );
+        // SAFETY: `precompile_component` of an engine with the plugins' configuration
+        // wrote these bytes just now, and nothing else holds them.
+        unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(compile_err)
     }
 }
 

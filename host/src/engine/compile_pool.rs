@@ -1,0 +1,127 @@
+//! Compiles run on threads of their own, at a priority set by who waits for them.
+//!
+//! wasmtime compiles a module's functions in parallel on rayon's pool. With one global
+//! pool, two runtimes prepared at once do not share the cores: rayon takes the second
+//! compile's work only when the first one's is done, so on the first start `sqlite`
+//! (10 s of compiling alone) waited about a minute behind python's 99 MB. Here each
+//! compile gets a pool of its own whose threads have a `nice` value: a compile a call
+//! waits for goes first, the smaller the sooner (shortest job first), and one nobody
+//! waits for runs at the lowest priority, so it never slows a run or a waited-for compile.
+//! A thread cannot raise its priority again without privileges, hence fresh threads.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// Whether a call waits for what the current thread compiles.
+pub type Waited = Arc<dyn Fn() -> bool + Send + Sync>;
+
+std::thread_local! {
+    static WAITED: RefCell<Option<Waited>> = const { RefCell::new(None) };
+}
+
+/// The `nice` of a compile nobody waits for.
+pub const BACKGROUND_NICE: i32 = 19;
+/// Bytes of WebAssembly per step of `nice` for a waited-for compile, up to [`MAX_WAITED_NICE`].
+const BYTES_PER_NICE: usize = 12 << 20;
+const MAX_WAITED_NICE: i32 = 9;
+
+/// Runs `f` with `waited` telling the compiles it starts (on this thread) whether a call
+/// waits for them. Without it, a compile counts as waited for (`runbox run`'s own).
+pub fn with_waited<T>(waited: Waited, f: impl FnOnce() -> T) -> T {
+    let before = WAITED.with(|w| w.replace(Some(waited)));
+    struct Restore(Option<Waited>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            WAITED.with(|w| *w.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// What [`with_waited`] set on this thread, to carry it to another one.
+pub fn current() -> Option<Waited> {
+    WAITED.with(|w| w.borrow().clone())
+}
+
+/// The `nice` a compile of `wasm_bytes` gets: by size when a call waits, else the lowest.
+pub fn nice_for(wasm_bytes: usize, waited: bool) -> i32 {
+    if waited {
+        ((wasm_bytes / BYTES_PER_NICE) as i32).min(MAX_WAITED_NICE)
+    } else {
+        BACKGROUND_NICE
+    }
+}
+
+/// Runs `compile` (which compiles `wasm_bytes` of WebAssembly) on a pool of its own, one
+/// thread per core, at the priority [`nice_for`] gives. If the pool cannot be made, it
+/// runs on rayon's global pool as before.
+pub fn compile<T: Send>(wasm_bytes: usize, compile: impl FnOnce() -> T + Send) -> T {
+    let waited = WAITED.with(|w| w.borrow().as_ref().is_none_or(|f| f()));
+    let nice = nice_for(wasm_bytes, waited);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("runbox-compile-{i}"))
+        .start_handler(move |_| lower_priority(nice))
+        .build();
+    match pool {
+        Ok(pool) => {
+            tracing::debug!(wasm_bytes, nice, "compiling");
+            pool.install(compile)
+        }
+        Err(e) => {
+            tracing::warn!("compiling on the shared pool: no pool of its own: {e}");
+            compile()
+        }
+    }
+}
+
+/// Sets the calling thread's `nice` (Linux: per thread). Failing leaves it as it was.
+fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
+        tracing::debug!("cannot lower a compile thread's priority: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waited_compiles_go_by_size_and_the_rest_last() {
+        assert_eq!(nice_for(1 << 20, true), 0);
+        assert_eq!(nice_for(26 << 20, true), 2);
+        assert_eq!(nice_for(99 << 20, true), 8);
+        assert_eq!(nice_for(400 << 20, true), MAX_WAITED_NICE);
+        assert_eq!(nice_for(1 << 20, false), BACKGROUND_NICE);
+    }
+
+    /// The nice of the calling thread, from /proc (field 19 of its stat).
+    fn own_nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_compile_runs_on_threads_at_its_priority_and_leaves_the_caller_as_it_was() {
+        let before = own_nice();
+        let nice = with_waited(Arc::new(|| false), || {
+            compile(10, || {
+                use rayon::prelude::*;
+                (0..4).into_par_iter().map(|_| own_nice()).min().unwrap()
+            })
+        });
+        assert_eq!(nice, BACKGROUND_NICE);
+        assert_eq!(own_nice(), before);
+        // Waited for and small: the default priority.
+        let nice = compile(10, || rayon::current_thread_index().map(|_| own_nice()));
+        assert_eq!(nice, Some(before));
+    }
+}
