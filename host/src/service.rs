@@ -365,9 +365,7 @@ impl Runbox {
 
     /// Whether every runtime is prepared (or failed): nothing is left to wait for.
     pub fn all_prepared(&self) -> bool {
-        self.plugins
-            .values()
-            .all(|p| !matches!(p.state(), Preparation::Preparing))
+        self.plugins.values().all(|p| !p.is_preparing())
     }
 
     pub fn runtimes(&self) -> Vec<RuntimeInfo> {
@@ -402,7 +400,7 @@ impl Runbox {
     pub fn preparing(&self) -> Vec<String> {
         self.plugins
             .values()
-            .filter(|p| matches!(p.state(), Preparation::Preparing))
+            .filter(|p| p.is_preparing())
             .map(|p| p.spec.name.clone())
             .collect()
     }

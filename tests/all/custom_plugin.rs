@@ -228,3 +228,120 @@ async fn engine_limits_and_traps_in_a_local_plugin() {
     let out = run(&rb, "hello").await;
     assert_eq!(out.stdout(), "hello from wat\n");
 }
+
+/// A reactor tool taken as a snapshot: `turn("s…")` is its start-up (it spins, keeps the
+/// text's length and how many environment variables it sees); any other text prints them
+/// as two letters (`A` + length, `a` + variables) and a newline.
+const SNAPSHOT_REACTOR: &str = r#"(module
+    (import "wasi_snapshot_preview1" "args_sizes_get" (func (param i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "args_get" (func (param i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "proc_exit" (func (param i32)))
+    (import "wasi_snapshot_preview1" "environ_sizes_get" (func $env_sizes (param i32 i32) (result i32)))
+    (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+    (memory (export "memory") 1)
+    (global $next (mut i32) (i32.const 1024))
+    (global $length (mut i32) (i32.const 0))
+    (global $vars (mut i32) (i32.const 0))
+    (func (export "_initialize"))
+    (func (export "alloc") (param i32) (result i32)
+        (global.get $next)
+        (global.set $next (i32.add (global.get $next) (local.get 0))))
+    (func (export "turn") (param $text i32) (param $len i32) (result i32) (local $n i32)
+        (if (i32.eq (i32.load8_u (local.get $text)) (i32.const 115))
+            (then
+                (global.set $length (local.get $len))
+                (drop (call $env_sizes (i32.const 32) (i32.const 36)))
+                (global.set $vars (i32.load (i32.const 32)))
+                (local.set $n (i32.const 300000000))
+                (loop $spin
+                    (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+                    (br_if $spin (local.get $n)))
+                (return (i32.const 0))))
+        (i32.store8 (i32.const 16) (i32.add (i32.const 65) (global.get $length)))
+        (i32.store8 (i32.const 17) (i32.add (i32.const 97) (global.get $vars)))
+        (i32.store8 (i32.const 18) (i32.const 10))
+        (i32.store (i32.const 0) (i32.const 16))
+        (i32.store (i32.const 4) (i32.const 3))
+        (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+        (i32.const 0)))"#;
+
+/// A call waiting at the first start for a runtime whose snapshot is still to be taken is
+/// answered before the snapshot exists (the tool runs its start-up, in the snapshot's
+/// environment, then the call), with what the snapshot then answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_runtime_answers_before_its_snapshot_is_taken() {
+    // The call must arrive before the tool's preparation begins (the adapter's compile,
+    // ~0.1 s, is the margin); on a machine too loaded for that, the scenario is repeated.
+    for attempt in 1..=3 {
+        if served_before_the_snapshot().await {
+            return;
+        }
+        eprintln!("attempt {attempt}: the call came after the tool's preparation had begun");
+    }
+    panic!("the runtime was never served before its snapshot was taken");
+}
+
+/// Whether the scenario could be observed (see above); its checks fail the test.
+async fn served_before_the_snapshot() -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = wat::parse_str(SNAPSHOT_REACTOR).unwrap();
+    std::fs::write(dir.path().join("reactor.wasm"), &bytes).unwrap();
+    let sha = hex::encode(Sha256::digest(&bytes));
+    let toml = format!(
+        "[plugins.snap]\nlanguage = \"WAT\"\nversion = \"1\"\nextension = \"txt\"\n\
+         adapter = \"command\"\n\
+         [plugins.snap.settings]\nentry = \"input.txt\"\nargv = [\"tool\", \"print\"]\n\
+         [plugins.snap.tools.tool]\npath = \"reactor.wasm\"\nsha256 = \"{sha}\"\n\
+         [plugins.snap.tools.tool.reactor]\ninit = [\"_initialize\"]\nentry = \"turn\"\n\
+         alloc = \"alloc\"\n\
+         [plugins.snap.tools.tool.reactor.snapshot]\nenv = [\"K=V\"]\nprogram = \"sss\"\n"
+    );
+    std::fs::write(dir.path().join("plugins.toml"), toml).unwrap();
+    let manifest = Manifest::load(&dir.path().join("plugins.toml")).unwrap();
+    let cache = Cache::at(dir.path().join("cache"));
+    let rb = std::sync::Arc::new(
+        Runbox::start(
+            &manifest,
+            &cache,
+            RunboxOptions::default(),
+            Progress::hidden(),
+        )
+        .unwrap(),
+    );
+    let first = tokio::spawn({
+        let rb = rb.clone();
+        async move { run(&rb, "snap").await }
+    });
+    let preparation = || {
+        rb.runtimes()
+            .into_iter()
+            .find(|r| r.name == "snap")
+            .and_then(|r| r.preparation)
+    };
+    let mut served_provisionally = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while preparation().is_some() && std::time::Instant::now() < deadline {
+        served_provisionally |=
+            preparation().is_some_and(|p| p.starts_with("ready, each run starting up first"));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        preparation(),
+        None,
+        "the snapshot was not ready within 120 s"
+    );
+    // Before and after the snapshot: the start-up's 3 bytes and its 1 variable.
+    let first = first.await.unwrap();
+    assert_eq!(
+        (first.status, first.stdout().into_owned()),
+        (RunStatus::Completed, "Db\n".to_string()),
+        "{first:?}"
+    );
+    let after = run(&rb, "snap").await;
+    assert_eq!(
+        (after.status, after.stdout().into_owned()),
+        (RunStatus::Completed, "Db\n".to_string()),
+        "{after:?}"
+    );
+    served_provisionally
+}

@@ -84,6 +84,7 @@ impl ToolRecipe {
                 init: r.init.clone(),
                 entry: r.entry.clone(),
                 alloc: r.alloc.clone(),
+                programs: 1,
             }),
             stubs: tool
                 .stub_imports
@@ -268,6 +269,7 @@ mod tests {
                 init: vec!["_initialize".into()],
                 entry: "turn".into(),
                 alloc: "alloc".into(),
+                programs: 1,
             }),
             stubs: vec![ImportStub::parse("host.call", -1).unwrap()],
         };

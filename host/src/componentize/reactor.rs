@@ -10,7 +10,8 @@
 //! 1. call each `init` export the module (still) exports, in order;
 //! 2. take the program's first argument (`argv[1]`, read with preview1's `args_get`), copy
 //!    it into memory from the `alloc(len) -> ptr` export, and call `entry(ptr, len) -> i32`;
-//! 3. a non-zero result is the exit code (`proc_exit`).
+//! 3. a non-zero result is the exit code (`proc_exit`);
+//! 4. with `programs: 2`, then the same for `argv[2]` (see [`ReactorStart::programs`]).
 //!
 //! Every other export but `memory` is dropped, so the module is a plain command that the
 //! preview1 bridge can componentize.
@@ -33,6 +34,10 @@ pub struct ReactorStart {
     pub entry: String,
     /// The export `[i32] -> [i32]` that allocates the bytes `entry` is given.
     pub alloc: String,
+    /// How many leading arguments are program texts, run in turn until one fails: 1,
+    /// or 2 for a tool served before its snapshot is taken (the snapshot's program, then
+    /// the caller's).
+    pub programs: u32,
 }
 
 const PREVIEW1: &str = "wasi_snapshot_preview1";
@@ -100,7 +105,13 @@ pub fn command_from_reactor(
         import("proc_exit")?,
     );
     let start_index = layout.imported_funcs + layout.defined_funcs;
-    let body = start_body(&init, entry, alloc, args_sizes_get, args_get, proc_exit);
+    let body = start_body(
+        &init,
+        entry,
+        alloc,
+        start.programs.max(1),
+        (args_sizes_get, args_get, proc_exit),
+    );
 
     let mut out = wasm_encoder::Module::new();
     let mut start_type = None;
@@ -238,13 +249,13 @@ fn start_body(
     init: &[u32],
     entry: u32,
     alloc: u32,
-    args_sizes_get: u32,
-    args_get: u32,
-    proc_exit: u32,
+    programs: u32,
+    (args_sizes_get, args_get, proc_exit): (u32, u32, u32),
 ) -> Function {
-    // Locals: 0 sizes (argc, buf_len), 1 argc, 2 argv, 3 buf, 4 arg, 5 len, 6 code, 7 result.
-    let (sizes, argc, argv, buf, arg, len, code, result) = (0, 1, 2, 3, 4, 5, 6, 7);
-    let mut f = Function::new([(8, ValType::I32)]);
+    // Locals: 0 sizes (argc, buf_len), 1 argc, 2 argv, 3 buf, 4 arg, 5 len, 6 code,
+    // 7 result, 8 i (the argument being run).
+    let (sizes, argc, argv, buf, arg, len, code, result, i) = (0, 1, 2, 3, 4, 5, 6, 7, 8);
+    let mut f = Function::new([(9, ValType::I32)]);
     let mem = |offset: u64, align: u32| MemArg {
         offset,
         align,
@@ -252,6 +263,19 @@ fn start_body(
         ordering: None,
     };
     use Instruction as I;
+    let empty = wasm_encoder::BlockType::Empty;
+    // result = entry(code, len); a non-zero result is the exit code
+    let run_entry = |f: &mut Function| {
+        f.instruction(&I::LocalGet(code))
+            .instruction(&I::LocalGet(len))
+            .instruction(&I::Call(entry))
+            .instruction(&I::LocalSet(result))
+            .instruction(&I::LocalGet(result))
+            .instruction(&I::If(empty))
+            .instruction(&I::LocalGet(result))
+            .instruction(&I::Call(proc_exit))
+            .instruction(&I::End);
+    };
     for &func in init {
         f.instruction(&I::Call(func));
     }
@@ -269,13 +293,11 @@ fn start_body(
         .instruction(&I::LocalGet(sizes))
         .instruction(&I::I32Load(mem(0, 2)))
         .instruction(&I::LocalSet(argc));
-    // Without an argument the entry gets an empty program.
     f.instruction(&I::LocalGet(argc))
         .instruction(&I::I32Const(2))
         .instruction(&I::I32GeU)
-        .instruction(&I::If(wasm_encoder::BlockType::Empty));
-    // argv = align4(alloc(argc * 4 + 3)); buf = alloc(buf_len); args_get(argv, buf);
-    // arg = argv[1]
+        .instruction(&I::If(empty));
+    // argv = align4(alloc(argc * 4 + 3)); buf = alloc(buf_len); args_get(argv, buf)
     f.instruction(&I::LocalGet(argc))
         .instruction(&I::I32Const(4))
         .instruction(&I::I32Mul)
@@ -292,12 +314,21 @@ fn start_body(
         .instruction(&I::LocalGet(buf))
         .instruction(&I::Call(args_get))
         .instruction(&I::Drop)
+        .instruction(&I::I32Const(1))
+        .instruction(&I::LocalSet(i));
+    // For each program argument: arg = argv[i]; len = strlen(arg)
+    f.instruction(&I::Loop(empty))
         .instruction(&I::LocalGet(argv))
-        .instruction(&I::I32Load(mem(4, 2)))
-        .instruction(&I::LocalSet(arg));
-    // len = strlen(arg)
-    f.instruction(&I::Block(wasm_encoder::BlockType::Empty))
-        .instruction(&I::Loop(wasm_encoder::BlockType::Empty))
+        .instruction(&I::LocalGet(i))
+        .instruction(&I::I32Const(4))
+        .instruction(&I::I32Mul)
+        .instruction(&I::I32Add)
+        .instruction(&I::I32Load(mem(0, 2)))
+        .instruction(&I::LocalSet(arg))
+        .instruction(&I::I32Const(0))
+        .instruction(&I::LocalSet(len))
+        .instruction(&I::Block(empty))
+        .instruction(&I::Loop(empty))
         .instruction(&I::LocalGet(arg))
         .instruction(&I::LocalGet(len))
         .instruction(&I::I32Add)
@@ -321,19 +352,25 @@ fn start_body(
         .instruction(&I::MemoryCopy {
             src_mem: 0,
             dst_mem: 0,
-        })
+        });
+    run_entry(&mut f);
+    // i += 1; again while i < argc and i <= programs
+    f.instruction(&I::LocalGet(i))
+        .instruction(&I::I32Const(1))
+        .instruction(&I::I32Add)
+        .instruction(&I::LocalTee(i))
+        .instruction(&I::LocalGet(argc))
+        .instruction(&I::I32LtU)
+        .instruction(&I::LocalGet(i))
+        .instruction(&I::I32Const(programs as i32))
+        .instruction(&I::I32LeU)
+        .instruction(&I::I32And)
+        .instruction(&I::BrIf(0))
         .instruction(&I::End);
-    // result = entry(code, len); a non-zero result is the exit code
-    f.instruction(&I::LocalGet(code))
-        .instruction(&I::LocalGet(len))
-        .instruction(&I::Call(entry))
-        .instruction(&I::LocalSet(result))
-        .instruction(&I::LocalGet(result))
-        .instruction(&I::If(wasm_encoder::BlockType::Empty))
-        .instruction(&I::LocalGet(result))
-        .instruction(&I::Call(proc_exit))
-        .instruction(&I::End)
-        .instruction(&I::End);
+    // Without an argument the entry gets an empty program.
+    f.instruction(&I::Else);
+    run_entry(&mut f);
+    f.instruction(&I::End).instruction(&I::End);
     f
 }
 
@@ -397,6 +434,7 @@ pub(crate) mod tests {
             init: vec!["_initialize".into(), "missing-init".into()],
             entry: "turn".into(),
             alloc: "alloc".into(),
+            programs: 1,
         }
     }
 
@@ -421,6 +459,54 @@ pub(crate) mod tests {
 
         // Run it with a preview1 host: argv[1] = "A!" gives 10 + 2 + 65 = 77.
         assert_eq!(exit_code_of_command(&command, &["prog", "A!"], |_| {}), 77);
+    }
+
+    #[test]
+    fn two_programs_run_in_turn_and_the_first_failure_ends_the_start() {
+        // `turn` succeeds (0) on a text starting with `o`, adding its length to a
+        // global; any other text fails with 100 plus that global.
+        let module = wat::parse_str(
+            r#"(module
+            (import "wasi_snapshot_preview1" "args_sizes_get" (func $sizes (param i32 i32) (result i32)))
+            (import "wasi_snapshot_preview1" "args_get" (func $get (param i32 i32) (result i32)))
+            (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+            (memory (export "memory") 1)
+            (global $next (mut i32) (i32.const 1024))
+            (global $seen (mut i32) (i32.const 0))
+            (func (export "alloc") (param i32) (result i32)
+                (global.get $next)
+                (global.set $next (i32.add (global.get $next) (local.get 0))))
+            (func (export "turn") (param i32 i32) (result i32)
+                (if (result i32) (i32.eq (i32.load8_u (local.get 0)) (i32.const 111))
+                    (then (global.set $seen (i32.add (global.get $seen) (local.get 1))) (i32.const 0))
+                    (else (i32.add (i32.const 100) (global.get $seen))))))"#,
+        )
+        .unwrap();
+        let start = |programs| ReactorStart {
+            init: vec![],
+            entry: "turn".into(),
+            alloc: "alloc".into(),
+            programs,
+        };
+        let two = command_from_reactor(&module, &start(2)).unwrap();
+        wasmparser::Validator::new().validate_all(&two).unwrap();
+        // The first program ran (seen = 3), then the second failed.
+        assert_eq!(
+            exit_code_of_command(&two, &["prog", "ok!", "x"], |_| {}),
+            103
+        );
+        // A failing first program ends it: the second is not run.
+        assert_eq!(
+            exit_code_of_command(&two, &["prog", "x", "ok"], |_| {}),
+            100
+        );
+        // One program only runs argv[1]; later arguments are the program's own.
+        let one = command_from_reactor(&module, &start(1)).unwrap();
+        assert_eq!(
+            exit_code_of_command(&one, &["prog", "x", "ok"], |_| {}),
+            100
+        );
+        assert_eq!(exit_code_of_command(&two, &["prog"], |_| {}), 100);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod artifact;
 pub mod derived;
 pub mod packages;
 pub mod preparation;
+pub mod provisional;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
 use crate::plugin::artifact::{ArtifactError, Cache, Progress};
 use crate::sandbox::store::StoreState;
-use crate::sandbox::{Mount, Tool};
+use crate::sandbox::{Mount, Tool, ToolLead};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,9 @@ pub struct LoadedPlugin {
     /// What the plugin is made of (its component, tools, mounts and settings), as a
     /// digest: a stored session is rebuilt only on the very same plugin.
     pub identity: String,
+    /// Served before its snapshots are taken: each run starts its interpreter up first
+    /// (see [`provisional`]); the same runtime otherwise.
+    pub provisional: bool,
 }
 
 /// Whether a plugin's pieces are already on disk, for `runbox runtimes`.
@@ -131,18 +135,49 @@ pub fn load_plugin(
     progress: &Progress,
 ) -> Result<LoadedPlugin, PluginError> {
     let linkers = (plugin_linker, tool_linker);
-    load_plugin_telling(spec, cache, engine, linkers, progress, &|| {})
+    load_plugin_telling(spec, cache, engine, linkers, progress, &Hooks::none())
 }
 
-/// [`load_plugin`], calling `adapter_compiled` once its adapter component is in the
-/// compiled cache (another runtime with the same adapter can load it from there now).
+/// What a runtime's preparation tells its caller on the way (see `preparation.rs`).
+pub struct Hooks<'a> {
+    /// Its adapter component is in the compiled cache: another runtime with the same
+    /// adapter can load it from there now.
+    pub adapter_compiled: &'a dyn Fn(),
+    /// Whether a call waits for the runtime now. A call waiting for a runtime whose
+    /// snapshot is still to be taken gets it [`provisional`]ly first.
+    pub waited: &'a dyn Fn() -> bool,
+    /// Given the runtime served before its snapshots are taken.
+    pub provisional: &'a dyn Fn(LoadedPlugin),
+}
+
+impl Hooks<'static> {
+    /// Nobody waits and nothing is told.
+    pub fn none() -> Self {
+        Hooks {
+            adapter_compiled: &|| {},
+            waited: &|| false,
+            provisional: &|_| {},
+        }
+    }
+}
+
+/// The adapter component, linked, and where its exports are.
+#[derive(Clone)]
+struct LinkedAdapter {
+    component: InstancePre<StoreState>,
+    runtime_exports: runtime::GuestIndices,
+    session_exports: Option<session::GuestIndices>,
+    command_exports: Option<command::GuestIndices>,
+}
+
+/// [`load_plugin`], telling `hooks` how it goes.
 pub fn load_plugin_telling(
     spec: &PluginSpec,
     cache: &Cache,
     engine: &SandboxEngine,
     (plugin_linker, tool_linker): (&Linker<StoreState>, &Linker<StoreState>),
     progress: &Progress,
-    adapter_compiled: &dyn Fn(),
+    hooks: &Hooks<'_>,
 ) -> Result<LoadedPlugin, PluginError> {
     let invalid = |message: String| PluginError::Invalid {
         plugin: spec.name.clone(),
@@ -177,6 +212,7 @@ pub fn load_plugin_telling(
         )
         .as_bytes(),
     );
+    let identity = hex::encode(identity.finalize());
     let step = (!engine.is_compiled(CompiledKind::Plugin, &spec.name, &key)).then(|| {
         progress.step(format!(
             "compiling {} plugin component (first run only)…",
@@ -186,7 +222,7 @@ pub fn load_plugin_telling(
     let component = engine.load_or_compile(CompiledKind::Plugin, &spec.name, &key, || {
         Ok(component_bytes)
     })?;
-    adapter_compiled();
+    (hooks.adapter_compiled)();
     if let Some(step) = step {
         step.done(format!("compiled {} plugin component", spec.name));
     }
@@ -207,6 +243,12 @@ pub fn load_plugin_telling(
             spec.commands.join(", ")
         )));
     }
+    let adapter = LinkedAdapter {
+        component: linked,
+        runtime_exports,
+        session_exports,
+        command_exports,
+    };
 
     // Mounts first: a tool's snapshot is taken with them in place.
     let mut mounts = Vec::new();
@@ -217,12 +259,105 @@ pub fn load_plugin_telling(
         })?);
     }
 
-    let mut tools = HashMap::new();
+    let tools = ToolLoader {
+        spec,
+        cache,
+        engine,
+        tool_linker,
+        progress,
+        mounts: &mounts,
+        // A snapshot's start-up and the snapshot are compiled by one engine, which
+        // compiles their shared functions once (and a provisional tool's too).
+        snapshot_compiler: match spec.tools.values().any(has_snapshot) {
+            true => Some(crate::engine::snapshot_compiler()?),
+            false => None,
+        },
+    };
+    let assemble = |tools: HashMap<String, Tool>, provisional: bool| {
+        assemble(
+            spec,
+            cache,
+            engine,
+            progress,
+            (&adapter, &identity),
+            tools,
+            &mounts,
+            provisional,
+        )
+    };
+    if spec.derived.is_empty() && (hooks.waited)() && tools.snapshots_to_take() {
+        let mut served = HashMap::new();
+        for (name, tool) in &spec.tools {
+            let tool = match has_snapshot(tool) {
+                true => provisional::tool(&tools, name, tool)?,
+                false => tools.load(name, tool)?,
+            };
+            served.insert(name.clone(), tool);
+        }
+        (hooks.provisional)(assemble(served, true)?);
+    }
+    let mut loaded = HashMap::new();
     for (name, tool) in &spec.tools {
-        let path = cache.fetch(&tool.artifact, progress)?;
+        loaded.insert(name.clone(), tools.load(name, tool)?);
+    }
+    assemble(loaded, false)
+}
+
+fn has_snapshot(tool: &ToolSpec) -> bool {
+    tool.reactor.as_ref().is_some_and(|r| r.snapshot.is_some())
+}
+
+/// What loading a plugin's tools needs.
+struct ToolLoader<'a> {
+    spec: &'a PluginSpec,
+    cache: &'a Cache,
+    engine: &'a SandboxEngine,
+    tool_linker: &'a Linker<StoreState>,
+    progress: &'a Progress,
+    mounts: &'a [Mount],
+    snapshot_compiler: Option<wasmtime::Engine>,
+}
+
+impl ToolLoader<'_> {
+    fn invalid(&self, message: String) -> PluginError {
+        PluginError::Invalid {
+            plugin: self.spec.name.clone(),
+            message,
+        }
+    }
+
+    /// Whether a tool's snapshot is not in the compiled cache yet.
+    fn snapshots_to_take(&self) -> bool {
+        self.spec.tools.values().any(|t| {
+            has_snapshot(t)
+                && !self.engine.is_compiled(
+                    CompiledKind::Tool,
+                    &tool_label(&t.artifact),
+                    &tool_key(t, &self.spec.mounts),
+                )
+        })
+    }
+
+    /// A command ready to instantiate.
+    fn linked(
+        &self,
+        name: &str,
+        component: &wasmtime::component::Component,
+    ) -> Result<CommandPre<StoreState>, PluginError> {
+        self.tool_linker
+            .instantiate_pre(component)
+            .and_then(CommandPre::new)
+            .map_err(|e| self.invalid(format!("tool `{name}` cannot run in the sandbox: {e:#}")))
+    }
+
+    /// Tool `name`: fetched, componentized (its snapshot taken) and compiled, or loaded
+    /// from the compiled cache.
+    fn load(&self, name: &str, tool: &ToolSpec) -> Result<Tool, PluginError> {
+        let (spec, engine, progress) = (self.spec, self.engine, self.progress);
+        let path = self.cache.fetch(&tool.artifact, progress)?;
         let key = tool_key(tool, &spec.mounts);
         let label = tool_label(&tool.artifact);
-        let argv0 = tool.argv0.clone().unwrap_or_else(|| name.clone());
+        let argv0 = tool.argv0.clone().unwrap_or_else(|| name.to_string());
         let recipe = ToolRecipe::for_tool(tool);
         let snapshot = tool.reactor.as_ref().and_then(|r| r.snapshot.as_ref());
         let fresh = !engine.is_compiled(CompiledKind::Tool, &label, &key);
@@ -237,14 +372,12 @@ pub fn load_plugin_telling(
                 spec.name
             ))
         });
-        // A snapshot's start-up and the snapshot are compiled by one engine, which
-        // compiles their shared functions once.
-        let compiler = match snapshot {
-            Some(_) => crate::engine::snapshot_compiler()?,
-            None => engine.engine().clone(),
+        let compiler = match (snapshot, &self.snapshot_compiler) {
+            (Some(_), Some(shared)) => shared,
+            _ => engine.engine(),
         };
         let component =
-            engine.load_or_compile_with(CompiledKind::Tool, &label, &key, &compiler, || {
+            engine.load_or_compile_with(CompiledKind::Tool, &label, &key, compiler, || {
                 let module = std::fs::read(&path)?;
                 Ok(match binary_kind(&module) {
                     BinaryKind::CoreModule => {
@@ -258,7 +391,7 @@ pub fn load_plugin_telling(
                                     preopens: Vec::new(),
                                     stubs: &recipe.stubs,
                                 };
-                                snapshot_on_own_thread(&module, plan, &mounts, &compiler)?
+                                snapshot_on_own_thread(&module, plan, self.mounts, compiler)?
                             }
                             _ => module,
                         };
@@ -271,13 +404,32 @@ pub fn load_plugin_telling(
         if let Some(step) = step {
             step.done(format!("compiled {} tool `{name}`", spec.name));
         }
-        let pre = tool_linker
-            .instantiate_pre(&component)
-            .and_then(CommandPre::new)
-            .map_err(|e| invalid(format!("tool `{name}` cannot run in the sandbox: {e:#}")))?;
-        tools.insert(name.clone(), Tool { argv0, pre });
+        Ok(Tool {
+            argv0,
+            pre: self.linked(name, &component)?,
+            lead: ToolLead::default(),
+        })
     }
+}
 
+/// The plugin from its adapter and `tools`, with the files derived with them and its
+/// packages beside `mounts`.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    spec: &PluginSpec,
+    cache: &Cache,
+    engine: &SandboxEngine,
+    progress: &Progress,
+    (adapter, identity): (&LinkedAdapter, &str),
+    tools: HashMap<String, Tool>,
+    mounts: &[Mount],
+    provisional: bool,
+) -> Result<LoadedPlugin, PluginError> {
+    let invalid = |message: String| PluginError::Invalid {
+        plugin: spec.name.clone(),
+        message,
+    };
+    let mut mounts = mounts.to_vec();
     // Derived files last: they are made with the tools, beside the mounts.
     let tools = Arc::new(tools);
     let deriver = crate::plugin::derived::Deriver {
@@ -309,16 +461,18 @@ pub fn load_plugin_telling(
             })?;
     }
 
+    let adapter = adapter.clone();
     Ok(LoadedPlugin {
         settings: Arc::new(spec.plugin_settings()),
         spec: spec.clone(),
-        component: linked,
-        runtime_exports,
-        session_exports,
-        command_exports,
+        component: adapter.component,
+        runtime_exports: adapter.runtime_exports,
+        session_exports: adapter.session_exports,
+        command_exports: adapter.command_exports,
         tools,
         mounts: Arc::new(mounts),
-        identity: hex::encode(identity.finalize()),
+        identity: identity.to_string(),
+        provisional,
     })
 }
 
@@ -398,11 +552,18 @@ fn snapshot_on_own_thread(
         guest: crate::sandbox::store::TOOLS_MOUNT.into(),
         writable: false,
     });
+    // Its compile is waited for as the preparation that asked for it is.
+    let waited = crate::engine::compile_pool::current();
     std::thread::scope(|s| {
-        s.spawn(|| take_snapshot(module, &plan, engine))
-            .join()
-            .map_err(|_| anyhow::anyhow!("the snapshot thread panicked"))?
-            .map_err(anyhow::Error::from)
+        s.spawn(|| match waited {
+            Some(waited) => crate::engine::compile_pool::with_waited(waited, || {
+                take_snapshot(module, &plan, engine)
+            }),
+            None => take_snapshot(module, &plan, engine),
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("the snapshot thread panicked"))?
+        .map_err(anyhow::Error::from)
     })
 }
 

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
 use crate::plugin::artifact::{Cache, Progress};
-use crate::plugin::{load_plugin_telling, LoadedPlugin, PluginError};
+use crate::plugin::{load_plugin_telling, Hooks, LoadedPlugin, PluginError};
 use crate::sandbox::store::StoreState;
 
 /// Where a runtime's preparation stands.
@@ -93,6 +93,20 @@ impl PluginSlot {
         self.demanded.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Whether a call waits for it now: asked for and not served yet.
+    pub fn is_waited(&self) -> bool {
+        self.is_demanded() && matches!(self.state(), Preparation::Preparing)
+    }
+
+    /// Whether it is still being prepared, served provisionally or not (`/readyz`).
+    pub fn is_preparing(&self) -> bool {
+        match &*self.state.borrow() {
+            Preparation::Preparing => true,
+            Preparation::Ready(p) => p.provisional,
+            Preparation::Failed(_) => false,
+        }
+    }
+
     /// Waits for the plugin until `wait` has passed; its preparation goes first from now.
     pub async fn wait_ready(&self, wait: Duration) -> Result<Arc<LoadedPlugin>, NotReady> {
         self.demanded
@@ -125,6 +139,10 @@ impl PluginSlot {
     /// Where its preparation stands, for `list_runtimes`: `None` once ready.
     pub fn progress(&self) -> Option<String> {
         match self.state() {
+            Preparation::Ready(p) if p.provisional => Some(format!(
+                "ready, each run starting up first while its snapshot is prepared: {}",
+                self.doing_now()
+            )),
             Preparation::Ready(_) => None,
             Preparation::Failed(why) => Some(format!("failed: {why}")),
             Preparation::Preparing => Some(format!("preparing: {}", self.doing_now())),
@@ -280,14 +298,30 @@ impl Preparer {
         let slot = &self.slots[i];
         CURRENT.with(|c| c.set(Some(i)));
         slot.doing("loading it from the cache");
-        let loaded = load_plugin_telling(
-            &slot.spec,
-            &self.cache,
-            &self.engine,
-            (&self.plugin_linker, &self.tool_linker),
-            progress,
+        let waited = || slot.is_waited();
+        let provisional = |plugin: LoadedPlugin| {
+            tracing::info!(runtime = %slot.spec.name, "served before its snapshot is taken");
+            slot.finish(Preparation::Ready(Arc::new(plugin)));
+        };
+        let hooks = Hooks {
             adapter_compiled,
-        );
+            waited: &waited,
+            provisional: &provisional,
+        };
+        let slot_waited = {
+            let slot = slot.clone();
+            Arc::new(move || slot.is_waited())
+        };
+        let loaded = crate::engine::compile_pool::with_waited(slot_waited, || {
+            load_plugin_telling(
+                &slot.spec,
+                &self.cache,
+                &self.engine,
+                (&self.plugin_linker, &self.tool_linker),
+                progress,
+                &hooks,
+            )
+        });
         CURRENT.with(|c| c.set(None));
         match loaded {
             Ok(plugin) => {
@@ -307,17 +341,43 @@ impl Preparer {
     }
 }
 
-/// The slot to prepare next: of those a call waits for, else of all, the cheapest kind
-/// in file order; never one sharing an artifact with a slot being prepared.
+/// The slot to prepare next: of those a call waits for, the quickest to answer (shortest
+/// job first); else, while no call waits for one being prepared (its compile then has
+/// the cores), of all, the cheapest kind in file order. Never one sharing an artifact
+/// with a slot being prepared.
 fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
     let free = |i: &usize| !q.started[*i] && !q.running.iter().any(|r| conflicts(slots, q, *r, *i));
-    let cheapest = |demanded: bool| {
-        (0..slots.len())
-            .filter(free)
-            .filter(|i| !demanded || slots[*i].is_demanded())
-            .min_by_key(|i| (cost_rank(slots, *i), *i))
-    };
-    cheapest(true).or_else(|| cheapest(false))
+    let waited = (0..slots.len())
+        .filter(free)
+        .filter(|i| slots[*i].is_demanded())
+        .min_by_key(|i| (answer_rank(slots, *i), *i));
+    let someone_waits = q.running.iter().any(|r| slots[*r].is_waited());
+    waited.or_else(|| {
+        (!someone_waits)
+            .then(|| {
+                (0..slots.len())
+                    .filter(free)
+                    .min_by_key(|i| (cost_rank(slots, *i), *i))
+            })
+            .flatten()
+    })
+}
+
+/// How long slot `i` keeps a waiting call, roughly: [`cost_rank`], but a tool taken as a
+/// snapshot (python: two compiles of 100 MB) after every other of its rank.
+fn answer_rank(slots: &[Arc<PluginSlot>], i: usize) -> u8 {
+    let rank = cost_rank(slots, i);
+    let snapshot = slots[i]
+        .spec
+        .tools
+        .values()
+        .any(|t| t.reactor.as_ref().is_some_and(|r| r.snapshot.is_some()));
+    match (rank, snapshot) {
+        (0, _) => 0,
+        (1, false) => 1,
+        (1, true) => 2,
+        _ => 3,
+    }
 }
 
 /// What a runtime is made of and compiled once for all who share it: its tools and mounts
@@ -450,6 +510,38 @@ mod tests {
         for big in ["clang", "clangpp"] {
             assert!(position(big) >= order.len() - 2, "{order:?}");
         }
+    }
+
+    #[test]
+    fn of_runtimes_calls_wait_for_the_quickest_go_first_and_nothing_else_beside_them() {
+        let slots = slots();
+        let index = |n: &str| slots.iter().position(|s| s.spec.name == n).unwrap();
+        for n in ["python", "sqlite", "quickjs", "shell"] {
+            slots[index(n)]
+                .demanded
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let mut q = Queue {
+            started: vec![false; slots.len()],
+            compiled_adapters: vec!["builtin:command".into()],
+            ..Queue::default()
+        };
+        let mut order = Vec::new();
+        while let Some(i) = pick(&slots, &q) {
+            if !slots[i].is_demanded() {
+                break;
+            }
+            q.started[i] = true;
+            order.push(name(&slots, i).to_string());
+        }
+        // python's snapshot takes two big compiles: it goes after the other two.
+        assert_eq!(order, ["shell", "quickjs", "sqlite", "python"]);
+        // While python is prepared for a waiting call, nothing else starts beside it.
+        q.running.push(index("python"));
+        assert_eq!(pick(&slots, &q), None);
+        // Once it is served, the rest go on.
+        slots[index("python")].finish(Preparation::Failed("served elsewhere".into()));
+        assert!(pick(&slots, &q).is_some());
     }
 
     #[test]

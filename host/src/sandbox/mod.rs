@@ -32,6 +32,35 @@ pub struct Tool {
     /// `argv[0]` the program sees.
     pub argv0: String,
     pub pre: CommandPre<StoreState>,
+    /// Given before the caller's arguments and environment: a reactor served before its
+    /// snapshot is taken runs the snapshot's program first, in the snapshot's environment
+    /// (see `plugin::provisional`). Empty for every other tool.
+    pub lead: ToolLead,
+}
+
+/// Arguments and environment a tool is always started with, ahead of the caller's.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLead {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl ToolLead {
+    /// `argv` for `tool` called with `args`, and its environment with `env`.
+    pub fn apply(
+        &self,
+        argv0: &str,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> (Vec<String>, Vec<(String, String)>) {
+        let mut argv = Vec::with_capacity(1 + self.args.len() + args.len());
+        argv.push(argv0.to_string());
+        argv.extend(self.args.iter().cloned());
+        argv.extend(args);
+        let mut all_env = self.env.clone();
+        all_env.extend(env);
+        (argv, all_env)
+    }
 }
 
 /// A read-only directory shown to the sandbox.

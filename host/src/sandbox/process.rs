@@ -12,7 +12,7 @@ use wasmtime_wasi::I32Exit;
 
 use super::program::load_program;
 use super::store::{new_store, ProgramIo, Stdin, StoreState};
-use super::Sandbox;
+use super::{Sandbox, ToolLead};
 use crate::wit::resident::{Resident, ResidentInput};
 use crate::wit::runbox::plugin::{config, process};
 
@@ -81,17 +81,12 @@ pub(super) async fn child(
     command: Command,
     stdin: Stdin,
 ) -> wasmtime::Result<Result<(Store<StoreState>, CommandPre<StoreState>), SpawnError>> {
-    let (argv0, pre) = match resolve_program(sandbox, &command.program).await? {
+    let (argv0, pre, lead) = match resolve_program(sandbox, &command.program).await? {
         Ok(found) => found,
         Err(e) => return Ok(Err(e)),
     };
-    let mut argv = vec![argv0];
-    argv.extend(command.args);
-    let io = ProgramIo {
-        argv,
-        env: command.env,
-        stdin,
-    };
+    let (argv, env) = lead.apply(&argv0, command.args, command.env);
+    let io = ProgramIo { argv, env, stdin };
     tracing::debug!(program = %command.program, "spawn");
     let engine = pre.instance_pre().engine().clone();
     let store = new_store(sandbox, io, &engine)?;
@@ -106,8 +101,7 @@ pub async fn run_tool(
     args: Vec<String>,
     env: Vec<(String, String)>,
 ) -> anyhow::Result<i32> {
-    let mut argv = vec![tool.argv0.clone()];
-    argv.extend(args);
+    let (argv, env) = tool.lead.apply(&tool.argv0, args, env);
     let io = ProgramIo {
         argv,
         env,
@@ -145,9 +139,13 @@ pub(super) async fn run_to_end(
 async fn resolve_program(
     run: &Arc<Sandbox>,
     program: &str,
-) -> wasmtime::Result<Result<(String, CommandPre<StoreState>), SpawnError>> {
+) -> wasmtime::Result<Result<(String, CommandPre<StoreState>, ToolLead), SpawnError>> {
     if let Some(tool) = run.tools.get(program) {
-        return Ok(Ok((tool.argv0.clone(), tool.pre.clone())));
+        return Ok(Ok((
+            tool.argv0.clone(),
+            tool.pre.clone(),
+            tool.lead.clone(),
+        )));
     }
     if !program.starts_with('/') {
         let mut known: Vec<_> = run.tools.keys().cloned().collect();
@@ -171,7 +169,7 @@ async fn resolve_program(
         Err(e) => return Ok(Err(SpawnError::InvalidProgram(e.to_string()))),
     };
     let argv0 = program.rsplit('/').next().unwrap_or(program).to_string();
-    Ok(Ok((argv0, pre)))
+    Ok(Ok((argv0, pre, ToolLead::default())))
 }
 
 /// Maps a guest path like `/out/main.wasm` to the host file in scratch, refusing

@@ -1,0 +1,58 @@
+//! A runtime served before its snapshot is taken.
+//!
+//! Taking python's snapshot compiles CPython (99 MB of WebAssembly) to run its start-up,
+//! then compiles the snapshot: about two minutes on two cores (bench/RESULTS.md, "First
+//! start on an empty cache"). A call waiting for it meanwhile is served by the module as
+//! it is, started up at each run: its `_start` runs the snapshot's program, then the
+//! call's ([`ReactorStart::programs`](crate::componentize::ReactorStart): 2), in the
+//! snapshot's environment. Each run pays the start-up (seconds for python); its results
+//! are the same. The compile is kept in memory only, and by the engine that then compiles
+//! the snapshot, which takes its functions from it.
+
+use crate::componentize::{componentize_tool, ToolRecipe};
+use crate::manifest::ToolSpec;
+use crate::plugin::{parse_env, PluginError, ToolLoader};
+use crate::sandbox::{Tool, ToolLead};
+
+/// Tool `name` (a reactor with a snapshot) as it runs before its snapshot is taken.
+pub(super) fn tool(
+    loader: &ToolLoader<'_>,
+    name: &str,
+    spec: &ToolSpec,
+) -> Result<Tool, PluginError> {
+    let snapshot = spec
+        .reactor
+        .as_ref()
+        .and_then(|r| r.snapshot.as_ref())
+        .ok_or_else(|| loader.invalid(format!("tool `{name}` has no snapshot to stand in for")))?;
+    let path = loader.cache.fetch(&spec.artifact, loader.progress)?;
+    let mut recipe = ToolRecipe::for_tool(spec);
+    if let Some(start) = recipe.reactor.as_mut() {
+        start.programs = 2;
+    }
+    let step = loader.progress.step(format!(
+        "compiling {} tool `{name}` to answer calls while its snapshot is taken…",
+        loader.spec.name
+    ));
+    let module = std::fs::read(&path)
+        .map_err(|e| loader.invalid(format!("cannot read {}: {e}", path.display())))?;
+    let component = componentize_tool(&module, &recipe)
+        .map_err(|e| loader.invalid(format!("tool `{name}`: {e}")))?;
+    let compiler = loader
+        .snapshot_compiler
+        .as_ref()
+        .unwrap_or(loader.engine.engine());
+    let component = loader.engine.compile_uncached(name, compiler, &component)?;
+    step.done(format!(
+        "{} tool `{name}` answers calls, starting up at each run, until its snapshot is ready",
+        loader.spec.name
+    ));
+    Ok(Tool {
+        argv0: spec.argv0.clone().unwrap_or_else(|| name.to_string()),
+        pre: loader.linked(name, &component)?,
+        lead: ToolLead {
+            args: vec![snapshot.program.clone()],
+            env: parse_env(&snapshot.env),
+        },
+    })
+}
