@@ -77,7 +77,7 @@ impl From<crate::files::FileError> for CallError {
     }
 }
 
-use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer};
+use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Waiting};
 use crate::plugin::{LoadedPlugin, PluginError};
 use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
 use crate::run::classify::cancelled_before_start;
@@ -246,7 +246,7 @@ impl Runbox {
         stop_at_error: bool,
     ) -> Result<Runbox, StartError> {
         let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
-        preparer.prepare_all(progress, stop_at_error)?;
+        preparer.prepare_all(progress, stop_at_error, Waiting::ForAll)?;
         Ok(runbox)
     }
 
@@ -263,7 +263,7 @@ impl Runbox {
         std::thread::Builder::new()
             .name("runbox-prepare".into())
             .spawn(move || {
-                let _ = preparer.prepare_all(&progress, false);
+                let _ = preparer.prepare_all(&progress, false, Waiting::ByCall);
             })
             .map_err(StartError::Executable)?;
         Ok(runbox)

@@ -5,28 +5,44 @@
 //! compile's work only when the first one's is done, so on the first start `sqlite`
 //! (10 s of compiling alone) waited about a minute behind python's 99 MB. Here each
 //! compile gets a pool of its own whose threads have a `nice` value: a compile a call
-//! waits for goes first, the smaller the sooner (shortest job first), and one nobody
-//! waits for runs at the lowest priority, so it never slows a run or a waited-for compile.
+//! waits for goes first, the smaller the sooner (shortest job first); then one for a
+//! runtime calls asked for that already answers them (python's snapshot, taken while a
+//! stand-in answers: see `plugin/provisional.rs`); one nobody asked for runs at the lowest
+//! priority, so it never slows a run or a compile somebody waits for.
 //! A thread cannot raise its priority again without privileges, hence fresh threads.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// Whether a call waits for what the current thread compiles.
-pub type Waited = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Who waits for what is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Urgency {
+    /// A call waits for it (or the caller waits for everything: `runbox run`).
+    Waited,
+    /// Calls asked for its runtime, which answers them meanwhile, more slowly.
+    Asked,
+    /// Nobody asked for it yet.
+    Background,
+}
+
+/// How urgent what the current thread compiles is, asked when a compile starts.
+pub type Waited = Arc<dyn Fn() -> Urgency + Send + Sync>;
 
 std::thread_local! {
     static WAITED: RefCell<Option<Waited>> = const { RefCell::new(None) };
 }
 
-/// The `nice` of a compile nobody waits for.
+/// The `nice` of a compile nobody asked for.
 pub const BACKGROUND_NICE: i32 = 19;
+/// The `nice` of a compile for a runtime that answers meanwhile.
+pub const ASKED_NICE: i32 = 15;
 /// Bytes of WebAssembly per step of `nice` for a waited-for compile, up to [`MAX_WAITED_NICE`].
 const BYTES_PER_NICE: usize = 12 << 20;
 const MAX_WAITED_NICE: i32 = 9;
+const _: () = assert!(MAX_WAITED_NICE < ASKED_NICE && ASKED_NICE < BACKGROUND_NICE);
 
-/// Runs `f` with `waited` telling the compiles it starts (on this thread) whether a call
-/// waits for them. Without it, a compile counts as waited for (`runbox run`'s own).
+/// Runs `f` with `waited` telling the compiles it starts (on this thread) how urgent they
+/// are. Without it, a compile counts as waited for.
 pub fn with_waited<T>(waited: Waited, f: impl FnOnce() -> T) -> T {
     let before = WAITED.with(|w| w.replace(Some(waited)));
     struct Restore(Option<Waited>);
@@ -45,12 +61,12 @@ pub fn current() -> Option<Waited> {
     WAITED.with(|w| w.borrow().clone())
 }
 
-/// The `nice` a compile of `wasm_bytes` gets: by size when a call waits, else the lowest.
-pub fn nice_for(wasm_bytes: usize, waited: bool) -> i32 {
-    if waited {
-        ((wasm_bytes / BYTES_PER_NICE) as i32).min(MAX_WAITED_NICE)
-    } else {
-        BACKGROUND_NICE
+/// The `nice` a compile of `wasm_bytes` gets: by size when a call waits for it.
+pub fn nice_for(wasm_bytes: usize, urgency: Urgency) -> i32 {
+    match urgency {
+        Urgency::Waited => ((wasm_bytes / BYTES_PER_NICE) as i32).min(MAX_WAITED_NICE),
+        Urgency::Asked => ASKED_NICE,
+        Urgency::Background => BACKGROUND_NICE,
     }
 }
 
@@ -58,8 +74,8 @@ pub fn nice_for(wasm_bytes: usize, waited: bool) -> i32 {
 /// thread per core, at the priority [`nice_for`] gives. If the pool cannot be made, it
 /// runs on rayon's global pool as before.
 pub fn compile<T: Send>(wasm_bytes: usize, compile: impl FnOnce() -> T + Send) -> T {
-    let waited = WAITED.with(|w| w.borrow().as_ref().is_none_or(|f| f()));
-    let nice = nice_for(wasm_bytes, waited);
+    let urgency = WAITED.with(|w| w.borrow().as_ref().map_or(Urgency::Waited, |f| f()));
+    let nice = nice_for(wasm_bytes, urgency);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -95,11 +111,13 @@ mod tests {
 
     #[test]
     fn waited_compiles_go_by_size_and_the_rest_last() {
-        assert_eq!(nice_for(1 << 20, true), 0);
-        assert_eq!(nice_for(26 << 20, true), 2);
-        assert_eq!(nice_for(99 << 20, true), 8);
-        assert_eq!(nice_for(400 << 20, true), MAX_WAITED_NICE);
-        assert_eq!(nice_for(1 << 20, false), BACKGROUND_NICE);
+        use Urgency::*;
+        assert_eq!(nice_for(1 << 20, Waited), 0);
+        assert_eq!(nice_for(26 << 20, Waited), 2);
+        assert_eq!(nice_for(99 << 20, Waited), 8);
+        assert_eq!(nice_for(400 << 20, Waited), MAX_WAITED_NICE);
+        assert_eq!(nice_for(400 << 20, Asked), ASKED_NICE);
+        assert_eq!(nice_for(1 << 20, Background), BACKGROUND_NICE);
     }
 
     /// The nice of the calling thread, from /proc (field 19 of its stat).
@@ -112,7 +130,7 @@ mod tests {
     #[test]
     fn a_compile_runs_on_threads_at_its_priority_and_leaves_the_caller_as_it_was() {
         let before = own_nice();
-        let nice = with_waited(Arc::new(|| false), || {
+        let nice = with_waited(Arc::new(|| Urgency::Background), || {
             compile(10, || {
                 use rayon::prelude::*;
                 (0..4).into_par_iter().map(|_| own_nice()).min().unwrap()

@@ -194,6 +194,17 @@ std::thread_local! {
     static CURRENT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
+/// Who waits for the runtimes being prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// The caller, for all of them (`runbox run`, `runbox plugins fetch`): every compile
+    /// is waited for.
+    ForAll,
+    /// Calls, each for its runtime, while the server already answers: a compile no call
+    /// waits for gives way (see `engine::compile_pool`).
+    ByCall,
+}
+
 /// Which slots are started, and the first failure.
 #[derive(Default)]
 struct Queue {
@@ -217,7 +228,12 @@ impl Preparer {
 
     /// Prepares every runtime. With `stop_at_error`, returns the first failure (nothing
     /// is started after it); otherwise a failed runtime is marked and the rest go on.
-    pub fn prepare_all(&self, progress: &Progress, stop_at_error: bool) -> Result<(), PluginError> {
+    pub fn prepare_all(
+        &self,
+        progress: &Progress,
+        stop_at_error: bool,
+        waiting: Waiting,
+    ) -> Result<(), PluginError> {
         let queue = Mutex::new(Queue {
             started: vec![false; self.slots.len()],
             ..Queue::default()
@@ -226,7 +242,7 @@ impl Preparer {
         let workers = PREPARATION_WORKERS.min(self.slots.len()).max(1);
         std::thread::scope(|scope| {
             for _ in 0..workers {
-                scope.spawn(|| self.work(&queue, &finished, progress, stop_at_error));
+                scope.spawn(|| self.work(&queue, &finished, progress, stop_at_error, waiting));
             }
         });
         let failure = queue
@@ -246,6 +262,7 @@ impl Preparer {
         finished: &std::sync::Condvar,
         progress: &Progress,
         stop_at_error: bool,
+        waiting: Waiting,
     ) {
         loop {
             let next = {
@@ -278,7 +295,7 @@ impl Preparer {
                 q.compiled_adapters.push(adapter(&self.slots[next].spec));
                 finished.notify_all();
             };
-            let failure = self.prepare(next, progress, &adapter_compiled);
+            let failure = self.prepare(next, progress, &adapter_compiled, waiting);
             let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
             q.running.retain(|i| *i != next);
             if let Some(e) = failure {
@@ -294,6 +311,7 @@ impl Preparer {
         i: usize,
         progress: &Progress,
         adapter_compiled: &dyn Fn(),
+        waiting: Waiting,
     ) -> Option<PluginError> {
         let slot = &self.slots[i];
         CURRENT.with(|c| c.set(Some(i)));
@@ -308,9 +326,17 @@ impl Preparer {
             waited: &waited,
             provisional: &provisional,
         };
-        let slot_waited = {
-            let slot = slot.clone();
-            Arc::new(move || slot.is_waited())
+        use crate::engine::compile_pool::Urgency;
+        let slot_waited: crate::engine::compile_pool::Waited = match waiting {
+            Waiting::ForAll => Arc::new(|| Urgency::Waited),
+            Waiting::ByCall => {
+                let slot = slot.clone();
+                Arc::new(move || match (slot.is_waited(), slot.is_demanded()) {
+                    (true, _) => Urgency::Waited,
+                    (false, true) => Urgency::Asked,
+                    (false, false) => Urgency::Background,
+                })
+            }
         };
         let loaded = crate::engine::compile_pool::with_waited(slot_waited, || {
             load_plugin_telling(
