@@ -3,6 +3,7 @@ first answered `run_code` call (bench/RESULTS.md, "First start on an empty cache
 
     target/mcp-venv/bin/python bench/first_start.py [--runbox PATH] [--artifacts-from DIR]
         [--runtimes shell,quickjs,sqlite,python] [--timeout 600] [--keep DIR] [--settle]
+        [--delay SECONDS]
 
 The server gets a fresh cache directory: empty, so it fetches every artifact with pip and
 npm and compiles everything; or, with --artifacts-from, holding only the verified
@@ -12,6 +13,10 @@ copied). The first calls are sent at once, each retried every 0.5 s until it com
 with the expected output; `list_runtimes` is polled every 5 s to show what is being
 prepared. Prints a Markdown table, then JSON on the last line; exits 1 if a runtime did
 not answer within --timeout.
+
+With --delay, the first calls are sent only that many seconds after the start, as by a
+user who asks later (the polling still starts at once); the first answers are still
+counted from the start, and the table adds how long each waited after its call.
 
 With --settle, once all have answered, `list_runtimes` is polled on until none of them
 reports a `preparation` any more (python answers provisionally while its snapshot is
@@ -61,6 +66,8 @@ def parse_args():
                    help="work in DIR (new or empty) and keep it: the cache and server.log")
     p.add_argument("--settle", action="store_true",
                    help="then wait until no preparation is reported, and call each once more")
+    p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                   help="send the first calls only SECONDS after the start (default 0)")
     return p.parse_args()
 
 
@@ -205,10 +212,11 @@ async def measure(args, runtimes, cache: Path, log_path: Path):
                     samples = {r["name"]: r.get("sample", "")
                                for r in listing.structured_content["runtimes"]}
                 codes = {r: HELLO.get(r) or samples.get(r, "") for r in runtimes}
+                progress = asyncio.create_task(show_progress(session, runtimes, t0, answers))
+                await asyncio.sleep(max(0, t0 + args.delay - time.monotonic()))
                 calls = [asyncio.create_task(first_answer(
                     session, r, codes[r], t0, deadline, answers, failures, runs))
                     for r in runtimes]
-                progress = asyncio.create_task(show_progress(session, runtimes, t0, answers))
                 _, pending = await asyncio.wait(calls, timeout=max(0, deadline - time.monotonic()))
                 for task in [*pending, progress]:
                     task.cancel()
@@ -222,6 +230,8 @@ async def measure(args, runtimes, cache: Path, log_path: Path):
 def main():
     args = parse_args()
     runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    if not 0 <= args.delay < args.timeout:
+        sys.exit(f"--delay {args.delay}: must be at least 0 and below --timeout")
     if not args.runbox.is_file():
         sys.exit(f"no runbox binary at {args.runbox}")
     if (args.runbox.parent / "artifacts").is_dir():
@@ -242,13 +252,24 @@ def main():
         if missing and log_path.exists():
             tail = log_path.read_text().splitlines()[-15:]
             print("server log, last lines:\n" + "\n".join(tail))
-        print("\n| runtime | seconds to first answer |\n| --- | --- |")
+        delayed = args.delay > 0
+        if delayed:
+            print(f"\nfirst calls sent {args.delay:g} s after the start; "
+                  "first answers counted from the start")
+        print("\n| runtime | seconds to first answer |"
+              + (" waited after the call (s) |" if delayed else "")
+              + "\n| --- | --- |" + (" --- |" if delayed else ""))
         for r in runtimes:
-            print(f"| `{r}` | {answers[r]:.1f} |" if r in answers
-                  else f"| `{r}` | no answer within {args.timeout:.0f} s |")
+            if r in answers:
+                print(f"| `{r}` | {answers[r]:.1f} |"
+                      + (f" {answers[r] - args.delay:.1f} |" if delayed else ""))
+            else:
+                print(f"| `{r}` | no answer within {args.timeout:.0f} s |"
+                      + (" - |" if delayed else ""))
         first = {r: round(answers[r], 1) if r in answers else None for r in runtimes}
+        extra = {"delay": args.delay} if delayed else {}
         if not args.settle:
-            print(json.dumps(first))
+            print(json.dumps({**first, **extra}))
         else:
             fmt = lambda d, r, f: format(d[r], f) if d.get(r) is not None else "-"
             print("\n| runtime | first answer (s) | its run (ms) | settled (s) "
@@ -260,7 +281,7 @@ def main():
                                  for r in runtimes}
             print(json.dumps({"first": first, "settled": pick(settled, 1),
                               "first_run_ms": pick(runs, None),
-                              "settled_run_ms": pick(after, None)}))
+                              "settled_run_ms": pick(after, None), **extra}))
             missing += [r for r in runtimes if r in answers and r not in settled]
     finally:
         if not args.keep:

@@ -265,18 +265,18 @@ const SNAPSHOT_REACTOR: &str = r#"(module
         (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
         (i32.const 0)))"#;
 
-/// A call waiting at the first start for a runtime whose snapshot is still to be taken is
-/// answered before the snapshot exists (the tool runs its start-up, in the snapshot's
-/// environment, then the call), with what the snapshot then answers.
+/// A runtime whose snapshot is still to be taken answers a call before the snapshot
+/// exists (the tool runs its start-up, in the snapshot's environment, then the call),
+/// with what the snapshot then answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_runtime_answers_before_its_snapshot_is_taken() {
-    // The call must arrive before the tool's preparation begins (the adapter's compile,
-    // ~0.1 s, is the margin); on a machine too loaded for that, the scenario is repeated.
+    // The stand-in serves while the snapshot is taken (a spin of ~0.1 s here), polled
+    // every 5 ms; should a loaded machine hide that window, the scenario is repeated.
     for attempt in 1..=3 {
         if served_before_the_snapshot().await {
             return;
         }
-        eprintln!("attempt {attempt}: the call came after the tool's preparation had begun");
+        eprintln!("attempt {attempt}: the stand-in was never seen serving");
     }
     panic!("the runtime was never served before its snapshot was taken");
 }

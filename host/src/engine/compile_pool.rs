@@ -94,15 +94,18 @@ pub fn compile<T: Send>(wasm_bytes: usize, compile: impl FnOnce() -> T + Send) -
     }
 }
 
-/// Sets the calling thread's `nice` (Linux: per thread). Failing leaves it as it was.
+/// Sets the calling thread's `nice` (per thread on Linux; elsewhere it would be the
+/// whole process's, so nothing is done there). Failing leaves it as it was.
 fn lower_priority(nice: i32) {
-    if nice == 0 {
-        return;
+    #[cfg(target_os = "linux")]
+    if nice != 0 {
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
+            tracing::debug!("cannot lower a compile thread's priority: {e}");
+        }
     }
-    let tid = rustix::thread::gettid();
-    if let Err(e) = rustix::process::setpriority_process(Some(tid), nice) {
-        tracing::debug!("cannot lower a compile thread's priority: {e}");
-    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
 }
 
 #[cfg(test)]
@@ -121,12 +124,14 @@ mod tests {
     }
 
     /// The nice of the calling thread, from /proc (field 19 of its stat).
+    #[cfg(target_os = "linux")]
     fn own_nice() -> i32 {
         let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
         let after_name = &stat[stat.rfind(')').unwrap() + 2..];
         after_name.split(' ').nth(16).unwrap().parse().unwrap()
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_compile_runs_on_threads_at_its_priority_and_leaves_the_caller_as_it_was() {
         let before = own_nice();

@@ -143,9 +143,9 @@ pub struct Hooks<'a> {
     /// Its adapter component is in the compiled cache: another runtime with the same
     /// adapter can load it from there now.
     pub adapter_compiled: &'a dyn Fn(),
-    /// Whether a call waits for the runtime now. A call waiting for a runtime whose
-    /// snapshot is still to be taken gets it [`provisional`]ly first.
-    pub waited: &'a dyn Fn() -> bool,
+    /// Whether a runtime whose snapshot is still to be taken is served by a stand-in
+    /// first ([`provisional`]): when calls may come while it is prepared.
+    pub serve_early: bool,
     /// Given the runtime served before its snapshots are taken.
     pub provisional: &'a dyn Fn(LoadedPlugin),
 }
@@ -155,7 +155,7 @@ impl Hooks<'static> {
     pub fn none() -> Self {
         Hooks {
             adapter_compiled: &|| {},
-            waited: &|| false,
+            serve_early: false,
             provisional: &|_| {},
         }
     }
@@ -285,16 +285,27 @@ pub fn load_plugin_telling(
             provisional,
         )
     };
-    if spec.derived.is_empty() && (hooks.waited)() && tools.snapshots_to_take() {
-        let mut served = HashMap::new();
-        for (name, tool) in &spec.tools {
-            let tool = match has_snapshot(tool) {
-                true => provisional::tool(&tools, name, tool)?,
-                false => tools.load(name, tool)?,
-            };
-            served.insert(name.clone(), tool);
+    // The stand-in is an extra: if it cannot be made, the runtime is prepared as ever.
+    // (Not for a runtime with derived files: they would be made with the stand-in.)
+    if spec.derived.is_empty() && hooks.serve_early && tools.snapshots_to_take() {
+        let stand_in = || -> Result<LoadedPlugin, PluginError> {
+            let mut served = HashMap::new();
+            for (name, tool) in &spec.tools {
+                let tool = match tools.is_fresh_snapshot(tool) {
+                    true => provisional::tool(&tools, name, tool)?,
+                    false => tools.load(name, tool)?,
+                };
+                served.insert(name.clone(), tool);
+            }
+            assemble(served, true)
+        };
+        match stand_in() {
+            Ok(plugin) => (hooks.provisional)(plugin),
+            Err(e) => tracing::warn!(
+                "runtime `{}` waits for its snapshot: no stand-in: {e}",
+                spec.name
+            ),
         }
-        (hooks.provisional)(assemble(served, true)?);
     }
     let mut loaded = HashMap::new();
     for (name, tool) in &spec.tools {
@@ -328,14 +339,17 @@ impl ToolLoader<'_> {
 
     /// Whether a tool's snapshot is not in the compiled cache yet.
     fn snapshots_to_take(&self) -> bool {
-        self.spec.tools.values().any(|t| {
-            has_snapshot(t)
-                && !self.engine.is_compiled(
-                    CompiledKind::Tool,
-                    &tool_label(&t.artifact),
-                    &tool_key(t, &self.spec.mounts),
-                )
-        })
+        self.spec.tools.values().any(|t| self.is_fresh_snapshot(t))
+    }
+
+    /// Whether `tool` is taken as a snapshot not in the compiled cache yet.
+    fn is_fresh_snapshot(&self, tool: &ToolSpec) -> bool {
+        has_snapshot(tool)
+            && !self.engine.is_compiled(
+                CompiledKind::Tool,
+                &tool_label(&tool.artifact),
+                &tool_key(tool, &self.spec.mounts),
+            )
     }
 
     /// A command ready to instantiate.

@@ -35,8 +35,10 @@ pub struct PluginSlot {
     /// What its preparation is doing now, and since when.
     doing: Mutex<Option<(String, Instant)>>,
     queued_at: Instant,
-    /// A call waits for it: it is prepared next.
+    /// A call asked for it (and may still wait): it is prepared next.
     demanded: std::sync::atomic::AtomicBool,
+    /// Why its snapshot could not be taken, when a stand-in serves it for good.
+    snapshot_failed: Mutex<Option<String>>,
 }
 
 /// Why a call could not have its runtime.
@@ -63,6 +65,7 @@ impl PluginSlot {
             doing: Mutex::new(None),
             queued_at: Instant::now(),
             demanded: Default::default(),
+            snapshot_failed: Mutex::new(None),
         }
     }
 
@@ -93,18 +96,26 @@ impl PluginSlot {
         self.demanded.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Whether a call waits for it now: asked for and not served yet.
+    /// Whether a call waits for it: asked for and not served yet. (A call that gave up
+    /// still counts: it is likely to be asked again.)
     pub fn is_waited(&self) -> bool {
         self.is_demanded() && matches!(self.state(), Preparation::Preparing)
     }
 
-    /// Whether it is still being prepared, served provisionally or not (`/readyz`).
+    /// Whether it is still being prepared, served by a stand-in or not (`/readyz`).
     pub fn is_preparing(&self) -> bool {
         match &*self.state.borrow() {
             Preparation::Preparing => true,
-            Preparation::Ready(p) => p.provisional,
+            Preparation::Ready(p) => p.provisional && self.snapshot_failure().is_none(),
             Preparation::Failed(_) => false,
         }
+    }
+
+    fn snapshot_failure(&self) -> Option<String> {
+        self.snapshot_failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Waits for the plugin until `wait` has passed; its preparation goes first from now.
@@ -136,13 +147,19 @@ impl PluginSlot {
         }
     }
 
-    /// Where its preparation stands, for `list_runtimes`: `None` once ready.
+    /// Where its preparation stands, for `list_runtimes`: `None` once ready, and not
+    /// served by a stand-in.
     pub fn progress(&self) -> Option<String> {
         match self.state() {
-            Preparation::Ready(p) if p.provisional => Some(format!(
-                "ready, each run starting up first while its snapshot is prepared: {}",
-                self.doing_now()
-            )),
+            Preparation::Ready(p) if p.provisional => Some(match self.snapshot_failure() {
+                Some(why) => format!(
+                    "ready, each run starting up first: its snapshot could not be taken: {why}"
+                ),
+                None => format!(
+                    "ready, each run starting up first while its snapshot is prepared: {}",
+                    self.doing_now()
+                ),
+            }),
             Preparation::Ready(_) => None,
             Preparation::Failed(why) => Some(format!("failed: {why}")),
             Preparation::Preparing => Some(format!("preparing: {}", self.doing_now())),
@@ -316,14 +333,13 @@ impl Preparer {
         let slot = &self.slots[i];
         CURRENT.with(|c| c.set(Some(i)));
         slot.doing("loading it from the cache");
-        let waited = || slot.is_waited();
         let provisional = |plugin: LoadedPlugin| {
             tracing::info!(runtime = %slot.spec.name, "served before its snapshot is taken");
             slot.finish(Preparation::Ready(Arc::new(plugin)));
         };
         let hooks = Hooks {
             adapter_compiled,
-            waited: &waited,
+            serve_early: waiting == Waiting::ByCall,
             provisional: &provisional,
         };
         use crate::engine::compile_pool::Urgency;
@@ -354,6 +370,20 @@ impl Preparer {
                 slot.finish(Preparation::Ready(Arc::new(plugin)));
                 None
             }
+            // Its stand-in keeps answering (each run starting up): what failed is what
+            // would have made runs faster, or a program every run fails on anyway.
+            Err(e) if slot.ready().is_some() => {
+                tracing::error!("runtime `{}`: no snapshot: {e}", slot.spec.name);
+                eprintln!(
+                    "runbox: runtime `{}` keeps starting up at each run: its snapshot could not be taken: {e}",
+                    slot.spec.name
+                );
+                *slot
+                    .snapshot_failed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+                None
+            }
             Err(e) => {
                 slot.finish(Preparation::Failed(e.to_string()));
                 tracing::error!("runtime `{}` could not be prepared: {e}", slot.spec.name);
@@ -377,7 +407,15 @@ fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
         .filter(free)
         .filter(|i| slots[*i].is_demanded())
         .min_by_key(|i| (answer_rank(slots, *i), *i));
-    let someone_waits = q.running.iter().any(|r| slots[*r].is_waited());
+    // A call waits for a runtime being prepared, or for one that cannot start until a
+    // runtime being prepared is (an artifact they share).
+    let blocks_a_waited = |r: usize| {
+        (0..slots.len()).any(|i| !q.started[i] && slots[i].is_waited() && conflicts(slots, q, r, i))
+    };
+    let someone_waits = q
+        .running
+        .iter()
+        .any(|r| slots[*r].is_waited() || blocks_a_waited(*r));
     waited.or_else(|| {
         (!someone_waits)
             .then(|| {
@@ -588,16 +626,15 @@ mod tests {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "shell");
         q.started[index("shell")] = true;
-        // clangpp is asked for while clang (the same LLVM) is being prepared: the next pick
-        // is another runtime, and clangpp waits for clang.
         q.started[index("python")] = true;
         q.started[index("clang")] = true;
         q.running.push(index("clang"));
         slots[index("clangpp")]
             .demanded
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let next = pick(&slots, &q).unwrap();
-        assert_ne!(name(&slots, next), "clangpp");
+        // clangpp is asked for while clang (the same LLVM) is being prepared: nothing starts
+        // beside clang (its compile keeps the cores), and clangpp goes once it is done.
+        assert_eq!(pick(&slots, &q), None);
         q.running.clear();
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "clangpp");
     }

@@ -5,9 +5,16 @@
 //! start on an empty cache"). A call waiting for it meanwhile is served by the module as
 //! it is, started up at each run: its `_start` runs the snapshot's program, then the
 //! call's ([`ReactorStart::programs`](crate::componentize::ReactorStart): 2), in the
-//! snapshot's environment. Each run pays the start-up (seconds for python); its results
-//! are the same. The compile is kept in memory only, and by the engine that then compiles
-//! the snapshot, which takes its functions from it.
+//! snapshot's environment (ahead of the caller's, so its values win). Each run pays the
+//! start-up (2 s for python, within the call's time limit) and writes what the start-up
+//! writes (matplotlib's font cache under `/.runbox/`, an own file); a program sees the
+//! same modules and settings. Random draws differ from the snapshot's, so a durable
+//! session begun on the stand-in resumes on the snapshot with the notice that it could
+//! not be rebuilt exactly (the identity is the runtime's, not refused as another one's).
+//! Built when calls may come while the runtime is prepared (`runbox mcp`), whether or not
+//! one waits yet: a call that comes later then waits for this compile, not the snapshot's
+//! two. The compile is kept in memory only, by the engine that then compiles the
+//! snapshot, which takes the functions it shares from it.
 
 use crate::componentize::{componentize_tool, ToolRecipe};
 use crate::manifest::ToolSpec;
