@@ -267,7 +267,7 @@ pub fn load_plugin_telling(
         progress,
         mounts: &mounts,
         // A snapshot's start-up and the snapshot are compiled by one engine, which
-        // compiles their shared functions once (and a provisional tool's too).
+        // compiles their shared functions once.
         snapshot_compiler: match spec.tools.values().any(has_snapshot) {
             true => Some(crate::engine::snapshot_compiler()?),
             false => None,

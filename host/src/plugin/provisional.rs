@@ -6,15 +6,15 @@
 //! it is, started up at each run: its `_start` runs the snapshot's program, then the
 //! call's ([`ReactorStart::programs`](crate::componentize::ReactorStart): 2), in the
 //! snapshot's environment (ahead of the caller's, so its values win). Each run pays the
-//! start-up (2 s for python, within the call's time limit) and writes what the start-up
+//! start-up (4 s for python, within the call's time limit) and writes what the start-up
 //! writes (matplotlib's font cache under `/.runbox/`, an own file); a program sees the
 //! same modules and settings. Random draws differ from the snapshot's, so a durable
 //! session begun on the stand-in resumes on the snapshot with the notice that it could
 //! not be rebuilt exactly (the identity is the runtime's, not refused as another one's).
 //! Built when calls may come while the runtime is prepared (`runbox mcp`), whether or not
 //! one waits yet: a call that comes later then waits for this compile, not the snapshot's
-//! two. The compile is kept in memory only, by the engine that then compiles the
-//! snapshot, which takes the functions it shares from it.
+//! two. The compile is quick (`engine::quick_compiler`: no optimisations, about twice as
+//! fast to compile, its code slower) and kept in memory only.
 
 use crate::componentize::{componentize_tool, ToolRecipe};
 use crate::manifest::ToolSpec;
@@ -45,11 +45,10 @@ pub(super) fn tool(
         .map_err(|e| loader.invalid(format!("cannot read {}: {e}", path.display())))?;
     let component = componentize_tool(&module, &recipe)
         .map_err(|e| loader.invalid(format!("tool `{name}`: {e}")))?;
-    let compiler = loader
-        .snapshot_compiler
-        .as_ref()
-        .unwrap_or(loader.engine.engine());
-    let component = loader.engine.compile_uncached(name, compiler, &component)?;
+    let compiler = crate::engine::quick_compiler()?;
+    let component = loader
+        .engine
+        .compile_uncached(name, &compiler, &component)?;
     step.done(format!(
         "{} tool `{name}` answers calls, starting up at each run, until its snapshot is ready",
         loader.spec.name
