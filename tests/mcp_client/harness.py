@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from contextlib import asynccontextmanager
 
@@ -244,6 +245,12 @@ class HttpServer:
                 self.url = m.group(1)
                 break
         assert self.url, f"the server never said where it listens (exit {self.proc.poll()})"
+        # The rest of its stderr too: a full pipe would block the server mid-request.
+        threading.Thread(target=self._relay_stderr, daemon=True).start()
+
+    def _relay_stderr(self):
+        for line in self.proc.stderr:
+            sys.stderr.write("server: " + line)
 
     def close(self):
         self.proc.terminate()

@@ -78,6 +78,7 @@ async def token():
                 r = await client.post(server.url, json=INITIALIZE, headers={**ACCEPT, **headers})
                 assert r.status_code == 401, (what, r.status_code, r.text)
                 assert r.headers.get("www-authenticate", "").lower().startswith("bearer"), r.headers
+                assert r.headers.get("connection") == "close", r.headers
             r = await client.get(server.url)
             assert r.status_code == 401, r.status_code
             r = await client.get(f"{base}/elsewhere")
@@ -196,6 +197,9 @@ async def every_method_is_checked():
                     r = await client.post(server.url, json=message,
                                           headers={**ACCEPT, **sid, **bad})
                     assert r.status_code == 403, (message["method"], bad, r.status_code, r.text)
+                    # Its body unread, the connection is not kept: the answer says so,
+                    # and the client's next request goes on a new one.
+                    assert r.headers.get("connection") == "close", r.headers
                 for message, headers in modern:
                     r = await client.post(server.url, json=message, headers={**headers, **bad})
                     assert r.status_code == 403, (message["method"], bad, r.status_code, r.text)

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::header::{AUTHORIZATION, CONNECTION, WWW_AUTHENTICATE};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -126,9 +126,10 @@ pub async fn require_bearer(
         .and_then(bearer_token);
     match presented {
         Some(presented) if bearer.accepts(presented) => next.run(request).await,
+        // As for a refused origin (see `origin::check`): the body is left unread.
         _ => (
             StatusCode::UNAUTHORIZED,
-            [(WWW_AUTHENTICATE, "Bearer")],
+            [(WWW_AUTHENTICATE, "Bearer"), (CONNECTION, "close")],
             "runbox: missing or wrong bearer token\n",
         )
             .into_response(),

@@ -136,7 +136,9 @@ pub async fn check(State(rules): State<OriginRules>, request: Request, next: Nex
     match rules.refusal(origin, host.or(authority)) {
         Some(why) => {
             tracing::warn!("refused an HTTP request: {why}");
-            (StatusCode::FORBIDDEN, why).into_response()
+            // The body is left unread, so hyper may close the connection after the
+            // answer; saying so keeps a client from sending its next request on it.
+            (StatusCode::FORBIDDEN, [(header::CONNECTION, "close")], why).into_response()
         }
         None => next.run(request).await,
     }
