@@ -332,15 +332,7 @@ impl SandboxEngine {
             source,
         };
         let bytes = make_component().map_err(compile_err)?;
-        let started = std::time::Instant::now();
-        let compiled = compile_pool::compile(bytes.len(), || compiler.precompile_component(&bytes))
-            .map_err(|e| compile_err(e.into()))?;
-        tracing::info!(
-            name,
-            wasm_bytes = bytes.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "compiled"
-        );
+        let compiled = precompile(name, compiler, &bytes)?;
         self.cache.ensure_dir(kind)?;
         self.cache
             .write(kind, &path, &compiled)
@@ -363,24 +355,34 @@ impl SandboxEngine {
         compiler: &Engine,
         component: &[u8],
     ) -> Result<Component, EngineError> {
-        let compile_err = |source: wasmtime::Error| EngineError::Compile {
-            what: what.to_string(),
-            source: source.into(),
-        };
-        let started = std::time::Instant::now();
-        let compiled =
-            compile_pool::compile(component.len(), || compiler.precompile_component(component))
-                .map_err(compile_err)?;
-        tracing::info!(
-            what,
-            wasm_bytes = component.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "compiled, not cached"
-        );
+        let compiled = precompile(what, compiler, component)?;
         // SAFETY: `precompile_component` of an engine with the plugins' configuration
         // wrote these bytes just now, and nothing else holds them.
-        unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(compile_err)
+        unsafe { Component::deserialize(&self.engine, &compiled) }.map_err(|e| {
+            EngineError::Compile {
+                what: what.to_string(),
+                source: e.into(),
+            }
+        })
     }
+}
+
+/// `component` compiled by `compiler` on a pool of its own (see [`compile_pool`]), timed.
+fn precompile(what: &str, compiler: &Engine, component: &[u8]) -> Result<Vec<u8>, EngineError> {
+    let started = std::time::Instant::now();
+    let compiled =
+        compile_pool::compile(component.len(), || compiler.precompile_component(component))
+            .map_err(|e| EngineError::Compile {
+                what: what.to_string(),
+                source: e.into(),
+            })?;
+    tracing::info!(
+        what,
+        wasm_bytes = component.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "compiled"
+    );
+    Ok(compiled)
 }
 
 /// Compiled forms of one plugin or tool kept, the newest among them: enough to go back
