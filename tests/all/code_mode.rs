@@ -1,16 +1,22 @@
-//! Code mode (issue 28, docs/tools.md): programs in the sandbox call the tools of real
-//! upstream MCP servers, npm's `server-everything` and `server-filesystem` (installed once
-//! into `target/mcp-upstream`) and `tests/mcp_client/upstream_failures.py` (the Python
-//! SDK's server), driven through the Python SDK's default `Client` and its handshake-era
-//! `ClientSession.initialize()` (the scenarios are `tests/mcp_client/code_mode.py`).
+//! Code mode (docs/tools.md): programs in the sandbox call the tools of real upstream MCP
+//! servers, npm's `server-everything`, `server-filesystem` and `server-memory` (installed
+//! once into `target/mcp-upstream`), PyPI's `mcp-server-time` and `mcp-server-git` (in the
+//! scenarios' venv, tests/mcp_client/requirements.txt) and
+//! `tests/mcp_client/upstream_failures.py` (the Python SDK's server), driven through the
+//! Python SDK's default `Client` and its handshake-era `ClientSession.initialize()` (the
+//! scenarios are `tests/mcp_client/code_mode.py`).
 
 use crate::mcp::{npm_prefix, scenario_with_env};
 
 const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+const SERVER_MEMORY: &str = "@modelcontextprotocol/server-memory@2026.8.31";
 
 fn code_mode(scenario: &str, client: &str) {
-    let prefix = npm_prefix("mcp-upstream", &[SERVER_EVERYTHING, SERVER_FILESYSTEM]);
+    let prefix = npm_prefix(
+        "mcp-upstream",
+        &[SERVER_EVERYTHING, SERVER_FILESYSTEM, SERVER_MEMORY],
+    );
     let prefix = prefix.to_string_lossy().into_owned();
     scenario_with_env(
         "code_mode.py",
@@ -33,6 +39,42 @@ fn programs_call_upstream_tools_with_the_handshake() {
 #[test]
 fn tool_calls_within_limits_leave_the_server_healthy() {
     code_mode("limits", "auto");
+}
+
+/// Sessions made before their upstream went down, came back and changed its tool list
+/// keep calling it (python, javascript, shell), and see the new tool.
+#[test]
+fn sessions_keep_calling_across_upstream_changes() {
+    code_mode("live", "auto");
+}
+
+/// A server that cannot start, tried again and again, changes nothing for the others.
+#[test]
+fn a_failing_server_leaves_the_sessions_of_others_alone() {
+    code_mode("failing_neighbour", "legacy");
+}
+
+/// An answer past the cap fails its call alone: the connection and the other calls go on.
+#[test]
+fn an_answer_past_the_cap_fails_only_its_call() {
+    code_mode("oversize", "auto");
+}
+
+#[test]
+fn an_answer_past_the_cap_from_an_http_upstream_fails_only_its_call() {
+    code_mode("oversize_http", "legacy");
+}
+
+/// Open devices are capped per run, and the requests they hold are charged to it.
+#[test]
+fn device_requests_are_charged_and_capped() {
+    code_mode("device_budget", "auto");
+}
+
+/// The description says what each tool hands back; programs written from it work.
+#[test]
+fn programs_written_from_the_description_work_with_five_real_servers() {
+    code_mode("answers", "auto");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 """Code mode (docs/tools.md) through the MCP Python SDK: programs in the sandbox call the
-tools of upstream MCP servers that no one here wrote (npm's server-everything and
-server-filesystem), and of upstream_failures.py for what can go wrong.
+tools of upstream MCP servers that no one here wrote (npm's server-everything,
+server-filesystem and server-memory, PyPI's mcp-server-time and mcp-server-git), and of
+upstream_failures.py for what can go wrong.
 Usage: code_mode.py SCENARIO.
 
 - calls: python, typescript, shell and ruby programs call tools; list_runtimes and the
@@ -8,10 +9,21 @@ Usage: code_mode.py SCENARIO.
   start give clear errors; runbox also serves them over HTTP.
 - limits: the 101st call, a slow tool past the run's deadline, a crash mid-call, a 50 MB
   answer and a changed tool list, each leaving the server healthy.
+- live: sessions of python, javascript and the shell made before their upstream went
+  down, came back and changed its tool list keep calling, and see the new tool.
+- failing_neighbour: beside a server that cannot start (tried again and again), a python
+  session calls tools for 16 s, and /tools stays the same files.
+- oversize: an answer past the cap (a 5 MiB file through server-filesystem, 50 MB from
+  upstream_failures) fails that call alone: the connection stays, other calls go on.
+- oversize_http: the same from a streamable-HTTP upstream.
+- device_budget: a session's open devices are capped, and what they hold is charged.
+- answers: the description says what each tool of the five servers hands back, and
+  programs written from it alone work the first time.
 - http_upstream: server-everything over streamable HTTP.
 - durable: a resumed session replays a tool's recorded answer, never calling it again.
 
-RUNBOX_TEST_UPSTREAM_NPM is the npm prefix holding both servers (tests/all/code_mode.rs).
+RUNBOX_TEST_UPSTREAM_NPM is the npm prefix holding the npm servers (tests/all/code_mode.rs);
+the PyPI servers are in this interpreter's venv (tests/mcp_client/requirements.txt).
 """
 
 import json
@@ -20,6 +32,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import anyio
@@ -38,33 +51,64 @@ DATA = os.path.realpath(os.path.join(WORK, "data"))
 os.makedirs(DATA)
 with open(os.path.join(DATA, "notes.txt"), "w") as f:
     f.write("one\ntwo\nthree\nfour\n")
+# 5.2 MB: server-filesystem answers it with its text twice (content and structuredContent).
+BIG = os.path.join(DATA, "big.txt")
+with open(BIG, "w") as f:
+    f.write(("0123456789abcdef" * 64 + "\n") * 5 * 1024)
+# The PyPI servers are console scripts beside this interpreter.
+VENV_BIN = os.path.dirname(sys.executable)
+REPO = os.path.join(WORK, "repo")
+MEMORY_FILE = os.path.join(WORK, "memory.jsonl")
 
 
-def config(extra=""):
-    """A tools config: everything (three tools), files (two), failing (all), broken."""
+def make_repo():
+    git = ["git", "-C", REPO, "-c", "user.name=runbox", "-c", "user.email=runbox@localhost"]
+    subprocess.run(["git", "init", "-q", REPO], check=True)
+    with open(os.path.join(REPO, "README"), "w") as f:
+        f.write("a repository for mcp-server-git\n")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first commit"], check=True)
+
+
+def write_config(text):
     path = os.path.join(WORK, f"tools-{time.monotonic_ns()}.toml")
     with open(path, "w") as f:
-        f.write(f"""
+        f.write(text)
+    return path
+
+
+EVERYTHING = f"""
 [servers.everything]
 command = "node"
 args = [{json.dumps(os.path.join(BIN, "mcp-server-everything"))}, "stdio"]
 allow = ["echo", "get-sum", "get-structured-content"]
+"""
 
+BROKEN = """
+[servers.broken]
+command = "/nonexistent/runbox-no-such-server"
+allow = "*"
+"""
+
+
+FILES = f"""
 [servers.files]
 command = "node"
 args = [{json.dumps(os.path.join(BIN, "mcp-server-filesystem"))}, {json.dumps(DATA)}]
 allow = ["read_text_file", "list_directory"]
+"""
 
+FAILING = f"""
 [servers.failing]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(FAILURES)}]
 allow = "*"
+"""
 
-[servers.broken]
-command = "/nonexistent/runbox-no-such-server"
-allow = "*"
-{extra}""")
-    return path
+
+def config(extra=""):
+    """A tools config: everything (three tools), files (two), failing (all), broken."""
+    return write_config(EVERYTHING + FILES + FAILING + BROKEN + extra)
 
 
 def out_of(result):
@@ -238,16 +282,16 @@ except tools.ToolError as e:
         assert out["stdout"] == "unavailable\n", out
         await back_up(s)
 
-        # A 50 MB answer: refused at the answer cap; the server is started again.
+        # A 50 MB answer: refused at the answer cap, the connection kept.
         out = completed(await run(s, "python", """
 import tools
 try:
     tools.failing.big(mb=50)
 except tools.ToolError as e:
     print(e.kind, "cap" in str(e))
+print(tools.failing.ok(x=5)["double"])
 """))
-        assert out["stdout"] == "limit True\n", out
-        await back_up(s)
+        assert out["stdout"] == "limit True\n10\n", out
 
         # A tool list that changes: the new tool is listed and callable.
         completed(await run(s, "python", "import tools\nprint(tools.failing.grow())"), "grown\n")
@@ -271,6 +315,274 @@ async def back_up(session):
             return
         await anyio.sleep(0.5)
     raise AssertionError(f"the failing server never came back: {out}")
+
+
+async def listed(session, server, prefix):
+    """Waits until list_runtimes lists a tool of `server` starting with `prefix`."""
+    for _ in range(100):
+        listed = out_of(await session.call_tool("list_runtimes", {}))["tools"]
+        entry = [e for e in listed if e["server"] == server][0]
+        if any(t.startswith(prefix) for t in entry["tools"]):
+            return
+        await anyio.sleep(0.2)
+    raise AssertionError(f"{prefix} never listed: {entry}")
+
+
+async def new_session(session, runtime):
+    return out_of(await session.call_tool("create_session", {"runtime": runtime}))["session_id"]
+
+
+JS_OK = """import { failing } from "runbox:tools";
+console.log((await failing.ok({ x: %d })).double);
+"""
+
+JS_ADDED = """import { failing } from "runbox:tools";
+console.log((await failing.ok({ x: 2 })).double, await failing.added());
+"""
+
+
+async def live():
+    async with stdio_session("--tools-config", config()) as s:
+        py, js, sh = [await new_session(s, r) for r in ("python", "javascript", "shell")]
+        completed(await run_code_in(s, py, "import tools\nfailing = tools.failing\nprint(failing.ok(x=1)['double'])"), "2\n")
+        completed(await run_code_in(s, js, JS_OK % 1), "2\n")
+        completed(await run_code_in(s, sh, "tool failing ok --x 1 | jq .double"), "2\n")
+        before = completed(await run_code_in(s, py, "import os\nprint(os.stat('/tools/tools.json').st_ino)"))
+
+        # Three changes of what programs are told: the server goes down, comes back, and
+        # its tool list grows. (Each used to replace /tools, and a sandbox kept the one
+        # it began with: after two, every call of theirs failed.)
+        out = completed(await run(s, "python", "import tools\ntry:\n    tools.failing.crash()\nexcept tools.ToolError as e:\n    print(e.kind)"))
+        assert out["stdout"] == "unavailable\n", out
+        await back_up(s)
+        completed(await run(s, "python", "import tools\nprint(tools.failing.grow())"), "grown\n")
+        await listed(s, "failing", "added(")
+
+        # Each session still calls, and sees the tool added since it began.
+        completed(await run_code_in(
+            s, py, "print(failing.ok(x=2)['double'], failing.added(), 'added' in dir(failing), 'added' in dir(tools.failing))"),
+            "4 added True True\n")
+        completed(await run_code_in(s, js, JS_ADDED), "4 added\n")
+        completed(await run_code_in(s, sh, "tool failing ok --x 2 | jq .double; tool failing added | jq -r ."),
+                  "4\nadded\n")
+        after = completed(await run_code_in(s, py, "print(os.stat('/tools/tools.json').st_ino)"))
+        assert after["stdout"] != before["stdout"], "tools.json was replaced by a new one"
+        completed(await run(s, "python", "import tools\nprint(tools.failing.added())"), "added\n")
+        completed(await run(s, "ruby", RUBY_DEVICE), "Echo: from ruby\n")
+
+
+async def failing_neighbour():
+    # One server that works and one that cannot start, tried again at 1, 3, 7 and 15 s.
+    async with stdio_session("--tools-config", write_config(EVERYTHING + BROKEN)) as s:
+        sid = await new_session(s, "python")
+        first = completed(await run_code_in(
+            s, sid, "import os, tools\nprint(os.stat('/tools/tools.json').st_ino)\nprint(tools.everything.echo(message='0'))"))
+        ino = first["stdout"].splitlines()[0]
+        for i in range(1, 9):
+            await anyio.sleep(2)
+            completed(await run_code_in(
+                s, sid, f"print(os.stat('/tools/tools.json').st_ino)\nprint(tools.everything.echo(message='{i}'))"),
+                f"{ino}\nEcho: {i}\n")
+failing_neighbour.deadline = 120
+
+
+COUNT = "tool failing count | jq -r ."
+
+
+async def oversize():
+    async with stdio_session("--tools-config", config()) as s:
+        # server-filesystem answers a 5 MiB file with 10 MB of JSON: past the 4 MiB cap,
+        # that call fails, and the next one of the same server is answered at once.
+        out = completed(await run(s, "python", f"""
+import tools
+try:
+    tools.files.read_text_file(path={BIG!r})
+except tools.ToolError as e:
+    print(e.kind, "4194304 byte cap" in str(e))
+print(sorted(tools.files.list_directory(path={DATA!r})["content"].split()))
+"""))
+        assert out["stdout"] == "limit True\n['[FILE]', '[FILE]', 'big.txt', 'notes.txt']\n", out
+
+        # The connection stays: the server counts on (a restarted one would start at 1).
+        n = int(completed(await run(s, "shell", COUNT))["stdout"])
+        out = completed(await run(s, "python", """
+import tools
+try:
+    tools.failing.big(mb=50)
+except tools.ToolError as e:
+    print(e.kind, "cap" in str(e))
+print(tools.failing.ok(x=3)["double"])
+"""))
+        assert out["stdout"] == "limit True\n6\n", out
+        completed(await run(s, "shell", COUNT), f"{n + 1}\n")
+
+        # Another program's calls while one asks for answers past the cap: none fails.
+        results = {}
+
+        async def asking_too_much():
+            results["big"] = await run(s, "python", """
+import tools
+for _ in range(5):
+    try:
+        tools.failing.big(mb=20)
+    except tools.ToolError as e:
+        print(e.kind)
+""", timeout_seconds=40)
+
+        async def asking_little():
+            results["small"] = await run(s, "python", """
+import time, tools
+ok = 0
+for i in range(24):
+    ok += tools.failing.ok(x=i)["double"] == 2 * i
+    time.sleep(0.05)
+print(ok)
+""", timeout_seconds=40)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(asking_too_much)
+            tg.start_soon(asking_little)
+        assert completed(results["big"])["stdout"] == "limit\n" * 5, results["big"]
+        assert completed(results["small"])["stdout"] == "24\n", results["small"]
+        completed(await run(s, "shell", COUNT), f"{n + 2}\n")
+
+
+def start_http_upstream():
+    """upstream_failures.py over streamable HTTP on a free loopback port: (process, url)."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, FAILURES, "--http", str(port)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        if "Uvicorn running on" in line:
+            break
+    else:
+        raise AssertionError("upstream_failures.py never listened")
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+async def oversize_http():
+    proc, url = start_http_upstream()
+    try:
+        extra = f"""
+[servers.web]
+url = "{url}"
+allow = "*"
+"""
+        async with stdio_session("--tools-config", write_config(extra)) as s:
+            n = int(completed(await run(s, "shell", "tool web count | jq -r ."))["stdout"])
+            out = completed(await run(s, "python", """
+import tools
+try:
+    tools.web.big(mb=50)
+except tools.ToolError as e:
+    print(e.kind, "cap" in str(e))
+print(tools.web.ok(x=4)["double"])
+"""))
+            assert out["stdout"] == "limit True\n8\n", out
+            completed(await run(s, "shell", "tool web count | jq -r ."), f"{n + 1}\n")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+QJS_OPEN = """globalThis.kept = [];
+let refused = "none";
+for (let i = 0; i < 20; i++) {
+  const f = std.open("/tools/call", "r+");
+  if (!f) { refused = i; break; }
+  kept.push(f);
+}
+console.log(kept.length, refused);
+"""
+
+QJS_FILL = """const chunk = " ".repeat(1 << 20);
+for (const f of kept) { f.puts(chunk); f.flush(); }
+const answer = JSON.parse(kept[15].readAsString());
+console.log(answer.error, answer.message.includes("memory limit"));
+"""
+
+
+async def device_budget():
+    async with stdio_session("--tools-config", config(), "--memory-mb", "16") as s:
+        sid = await new_session(s, "quickjs")
+        # A session keeps its descriptors between calls: 16 open at most.
+        completed(await run_code_in(s, sid, QJS_OPEN), "16 16\n")
+        # What they hold is host memory charged to the run: 16 requests of 1 MiB do not
+        # fit in 16 MiB beside the interpreter; the answer says so.
+        completed(await run_code_in(s, sid, QJS_FILL), "limit true\n")
+        # The next program of the session still calls (closing one makes room).
+        completed(await run_code_in(s, sid, """kept.pop().close();
+const f = std.open("/tools/call", "r+");
+f.puts(JSON.stringify({server: "everything", tool: "echo", arguments: {message: "room"}}));
+f.flush();
+console.log(JSON.parse(f.readAsString()).value);
+"""), "Echo: room\n")
+
+
+def five_servers():
+    make_repo()
+    return write_config(EVERYTHING + FILES + f"""
+[servers.memory]
+command = "node"
+args = [{json.dumps(os.path.join(BIN, "mcp-server-memory"))}]
+env = {{ MEMORY_FILE_PATH = {json.dumps(MEMORY_FILE)} }}
+allow = ["create_entities", "read_graph", "search_nodes"]
+
+[servers.time]
+command = {json.dumps(os.path.join(VENV_BIN, "mcp-server-time"))}
+args = ["--local-timezone", "UTC"]
+allow = "*"
+
+[servers.git]
+command = {json.dumps(os.path.join(VENV_BIN, "mcp-server-git"))}
+args = ["--repository", {json.dumps(REPO)}]
+allow = ["git_status", "git_log"]
+""")
+
+
+# Programs as a model writes them from run_code's description alone: each line there says
+# what a call hands back (`-> {content: string}`, `-> text`).
+ANSWERS_PYTHON = f"""
+import tools
+print(tools.files.read_text_file(path={os.path.join(DATA, "notes.txt")!r})["content"].split()[-1])
+tools.memory.create_entities(entities=[{{"name": "Ada", "entityType": "person", "observations": ["wrote code"]}}])
+print([e["name"] for e in tools.memory.read_graph()["entities"]])
+print(tools.time.get_current_time(timezone="UTC")["timezone"])
+print(tools.git.git_status(repo_path={REPO!r}).splitlines()[0])
+print(tools.everything.echo(message="hi"))
+print(tools.everything.get_structured_content(location="Chicago")["conditions"] != "")
+"""
+
+ANSWERS_TYPESCRIPT = f"""
+import {{ files, memory, time }} from "runbox:tools";
+const text = (await files.read_text_file({{ path: {json.dumps(os.path.join(DATA, "notes.txt"))} }})).content;
+console.log(text.trim().split("\\n").length);
+const graph = await memory.search_nodes({{ query: "Ada" }});
+console.log(graph.entities.map((e) => e.name).join(","));
+console.log((await time.get_current_time({{ timezone: "UTC" }})).timezone);
+"""
+
+
+async def answers():
+    async with stdio_session("--tools-config", five_servers()) as s:
+        described = {t.name: t.description for t in (await s.list_tools()).tools}["run_code"]
+        for line in ["files.read_text_file(path, head?, tail?) -> {content: string}",
+                     "everything.echo(message) -> text",
+                     "git.git_status(repo_path) -> text",
+                     "time.get_current_time(timezone) -> {datetime: string, ",
+                     "memory.read_graph() -> {entities: [{"]:
+            assert line in described, f"{line!r} not in:\n{described}"
+        out = completed(await run(s, "python", "print(open('/tools/README.md').read())"))
+        assert "`read_text_file(path, head?, tail?)` -> `{content: string}`" in out["stdout"], out["stdout"]
+        completed(await run(s, "python", ANSWERS_PYTHON),
+                  "four\n['Ada']\nUTC\nRepository status:\nEcho: hi\nTrue\n")
+        completed(await run(s, "typescript", ANSWERS_TYPESCRIPT), "4\nAda\nUTC\n")
+answers.deadline = 300
 
 
 async def http_upstream():
@@ -328,5 +640,7 @@ async def run_code_in(session, sid, code):
 
 calls.deadline = 300
 limits.deadline = 300
-main({"calls": calls, "limits": limits, "http_upstream": http_upstream, "durable": durable},
+main({"calls": calls, "limits": limits, "live": live, "failing_neighbour": failing_neighbour,
+      "oversize": oversize, "oversize_http": oversize_http, "device_budget": device_budget,
+      "answers": answers, "http_upstream": http_upstream, "durable": durable},
      label="code_mode ")

@@ -1,6 +1,6 @@
 """Shared helpers for the scenarios tests/all/mcp.rs runs against the real `runbox mcp`.
 
-The client is the official MCP Python SDK (pinned in tests/all/mcp.rs), used the two ways a
+The client is the official MCP Python SDK (pinned in requirements.txt), used the two ways a
 stranger would: its high-level `Client` in its default mode ("auto": it probes
 `server/discover` and speaks the current revision, 2026-07-28, statelessly), or the
 low-level `ClientSession.initialize()` handshake ("legacy"). RUNBOX_TEST_CLIENT picks one

@@ -4,7 +4,7 @@ runbox, given `--tools-config`, is an MCP *client* of servers like this one. Eac
 below exercises one way an upstream call can go: slowly, not at all (the process dies),
 too big, with structured content, with a tool error, or by changing the tool list.
 
-Written with the official MCP Python SDK pinned in tests/all/mcp.rs (mcp 2.x, whose
+Written with the official MCP Python SDK pinned in requirements.txt (mcp 2.x, whose
 high-level server is `MCPServer`, FastMCP's new name). Run it as
 
     python upstream_failures.py              # over stdio

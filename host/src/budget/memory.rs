@@ -171,6 +171,15 @@ impl Reservation {
         self.bytes
     }
 
+    /// Takes `bytes` more, or nothing (what it pays for grew).
+    pub fn grow(&mut self, bytes: usize) -> bool {
+        let taken = self.budget.try_take(bytes);
+        if taken {
+            self.bytes += bytes;
+        }
+        taken
+    }
+
     /// Gives back what is held past `bytes` (what it paid for got smaller).
     pub fn shrink_to(&mut self, bytes: usize) {
         if bytes < self.bytes {

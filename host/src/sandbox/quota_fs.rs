@@ -165,6 +165,12 @@ impl QuotaFsView<'_> {
         if !self.devices.is_device(&dir_file, path) {
             return None;
         }
+        // The run holds at most so many open devices: a descriptor past it is refused as
+        // busy (each holds host memory for its request and answer).
+        if let Err(e) = self.devices.may_open() {
+            tracing::debug!("{e}");
+            return Some(Err(ErrorCode::Busy.into()));
+        }
         let opened = self
             .inner
             .open_at(
@@ -175,6 +181,9 @@ impl QuotaFsView<'_> {
                 types::DescriptorFlags::READ,
             )
             .await;
+        if opened.is_err() {
+            self.devices.open_failed();
+        }
         if let Ok(fd) = &opened {
             self.devices.opened(fd.rep());
             // An open that carries a request written through the one before it is for

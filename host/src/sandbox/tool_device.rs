@@ -24,19 +24,49 @@ use crate::upstream::answer::{Answer, Failure};
 use crate::upstream::gateway::DEVICE_NAME;
 use crate::upstream::ToolCalls;
 
+/// Device descriptors one run may hold open at once (its stores together): a binding
+/// holds one per call, so this is room for any program, and a bound on what a program
+/// that never closes them (a session keeps its descriptors between calls) can hold.
+pub const MAX_OPEN_DEVICES: usize = 16;
+
+/// Why a request was not kept whole (the rest of it was dropped as it was written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// Past the gateway's cap on a request's size.
+    Size,
+    /// Past what the run's memory (or the server's) had left.
+    Memory,
+}
+
 /// One open of the device: the request written so far, then the answer being read.
 #[derive(Default)]
 struct DeviceCall {
     request: Vec<u8>,
+    /// The request's bytes: host memory the run pays for while they are held.
+    request_charge: Option<Reservation>,
     /// `request` was written through an earlier open (see [`StoreDevices::closed`]): a
     /// write here starts a new one instead.
     carried: bool,
-    /// The request passed the size cap (the rest was not kept).
-    over: bool,
+    refused: Option<Refused>,
     answer: Option<Bytes>,
     /// The answer's bytes, charged to the run's memory budget while this open holds them.
     _charged: Option<Reservation>,
     read: usize,
+}
+
+/// A request written and closed unread, with its charge, for the next open to answer.
+struct Pending {
+    request: Vec<u8>,
+    charge: Option<Reservation>,
+}
+
+/// One of the run's [`MAX_OPEN_DEVICES`], taken while a device descriptor is open.
+struct OpenSlot(Arc<ToolCalls>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.device_closed();
+    }
 }
 
 /// What a store needs to serve the device: the run's tool calls and journal, the
@@ -44,9 +74,9 @@ struct DeviceCall {
 #[derive(Default)]
 pub struct StoreDevices {
     ctx: Option<DeviceContext>,
-    open: HashMap<u32, Arc<Mutex<DeviceCall>>>,
+    open: HashMap<u32, (Arc<Mutex<DeviceCall>>, OpenSlot)>,
     /// A request written and closed without being read, for the next open to answer.
-    pending: Option<Vec<u8>>,
+    pending: Option<Pending>,
 }
 
 /// The run's side of the device.
@@ -56,9 +86,15 @@ pub struct DeviceContext {
     pub journal: Option<Journal>,
     /// The `/tools` directory this store was shown.
     pub dir: Arc<PathBuf>,
-    /// The run's memory budget: answers held for reading are charged to it.
+    /// The run's memory budget (which draws from the server's): requests and answers
+    /// held for the program are charged to it.
     pub memory: MemoryBudget,
 }
+
+/// Why the device cannot be opened now.
+#[derive(Debug, thiserror::Error)]
+#[error("the run already holds {MAX_OPEN_DEVICES} open /tools/call descriptors, the most one run may hold; close one first")]
+pub struct TooManyOpen;
 
 impl StoreDevices {
     pub fn new(ctx: Option<DeviceContext>) -> StoreDevices {
@@ -76,33 +112,57 @@ impl StoreDevices {
         name == DEVICE_NAME && crate::upstream::gateway::same_dir(dir, &ctx.dir)
     }
 
-    /// A new open of the device. It answers the request a closed open left unread, if
-    /// any: so a runtime that cannot open a file for reading and writing at once writes
-    /// the request through one open and reads the answer through the next.
+    /// Takes one of the run's open devices for an open about to be made.
+    pub fn may_open(&self) -> Result<(), TooManyOpen> {
+        let ctx = self.ctx.as_ref().ok_or(TooManyOpen)?;
+        if ctx.calls.device_opened(MAX_OPEN_DEVICES) {
+            Ok(())
+        } else {
+            Err(TooManyOpen)
+        }
+    }
+
+    /// Gives back the open taken by [`StoreDevices::may_open`] when the open failed.
+    pub fn open_failed(&self) {
+        if let Some(ctx) = &self.ctx {
+            ctx.calls.device_closed();
+        }
+    }
+
+    /// A new open of the device (its slot taken by [`StoreDevices::may_open`]). It
+    /// answers the request a closed open left unread, if any: so a runtime that cannot
+    /// open a file for reading and writing at once writes the request through one open
+    /// and reads the answer through the next.
     pub fn opened(&mut self, handle: u32) {
+        let Some(ctx) = &self.ctx else { return };
         let call = match self.pending.take() {
-            Some(request) => DeviceCall {
+            Some(Pending { request, charge }) => DeviceCall {
                 request,
+                request_charge: charge,
                 carried: true,
                 ..Default::default()
             },
             None => DeviceCall::default(),
         };
-        self.open.insert(handle, Arc::new(Mutex::new(call)));
+        let slot = OpenSlot(ctx.calls.clone());
+        self.open.insert(handle, (Arc::new(Mutex::new(call)), slot));
     }
 
     /// The open device behind `handle`, if it is one.
     pub fn get(&self, handle: u32) -> Option<Device> {
-        let call = self.open.get(&handle)?.clone();
+        let call = self.open.get(&handle)?.0.clone();
         let ctx = self.ctx.clone()?;
         Some(Device { call, ctx })
     }
 
     pub fn closed(&mut self, handle: u32) {
-        if let Some(call) = self.open.remove(&handle) {
+        if let Some((call, _slot)) = self.open.remove(&handle) {
             let mut c = lock(&call);
-            if c.answer.is_none() && !c.request.is_empty() && !c.over {
-                self.pending = Some(std::mem::take(&mut c.request));
+            if c.answer.is_none() && !c.request.is_empty() && c.refused.is_none() {
+                self.pending = Some(Pending {
+                    request: std::mem::take(&mut c.request),
+                    charge: c.request_charge.take(),
+                });
             }
         }
     }
@@ -130,7 +190,9 @@ impl Device {
         lock(&self.call)
     }
 
-    /// Appends `bytes` to the request. `Err` once the answer is being read.
+    /// Appends `bytes` to the request, charging them to the run's memory. `Err` once the
+    /// answer is being read. A request past its cap or the memory left is not kept: the
+    /// rest is dropped as it comes, and the answer says why.
     pub fn write(&self, bytes: &[u8]) -> Result<(), AlreadyAnswered> {
         let cap = self.ctx.calls.gateway.settings.max_request_bytes;
         let mut c = self.state();
@@ -138,43 +200,79 @@ impl Device {
             return Err(AlreadyAnswered);
         }
         if std::mem::take(&mut c.carried) {
-            c.request.clear();
+            c.request = Vec::new();
+            c.request_charge = None;
+        }
+        if c.refused.is_some() {
+            return Ok(());
         }
         if c.request.len() + bytes.len() > cap {
-            c.over = true;
+            c.refused = Some(Refused::Size);
+        } else if !self.charge(&mut c, bytes.len()) {
+            c.refused = Some(Refused::Memory);
         } else {
             c.request.extend_from_slice(bytes);
+            return Ok(());
         }
+        c.request = Vec::new();
+        c.request_charge = None;
         Ok(())
+    }
+
+    /// Charges `more` bytes of request to the run's memory.
+    fn charge(&self, c: &mut DeviceCall, more: usize) -> bool {
+        match &mut c.request_charge {
+            Some(charge) => charge.grow(more),
+            None => match self.ctx.memory.reserve(more) {
+                Some(charge) => {
+                    c.request_charge = Some(charge);
+                    true
+                }
+                None => false,
+            },
+        }
     }
 
     /// Makes the call if it was not made yet (at the first read).
     pub async fn answer(&self) {
-        let (request, over) = {
+        let (request, _request_charge, refused) = {
             let mut c = self.state();
             if c.answer.is_some() {
                 return;
             }
-            (std::mem::take(&mut c.request), c.over)
+            (
+                std::mem::take(&mut c.request),
+                c.request_charge.take(),
+                c.refused,
+            )
         };
         let ctx = &self.ctx;
-        let bytes = if request.is_empty() && !over {
-            Answer::failed(
+        let bytes = match refused {
+            Some(Refused::Size) => {
+                let cap = ctx.calls.gateway.settings.max_request_bytes;
+                Answer::failed(
+                    Failure::Limit,
+                    format!("the request is over the {cap} byte cap on a tool call's request"),
+                )
+                .bytes
+            }
+            Some(Refused::Memory) => {
+                Answer::failed(
+                    Failure::Limit,
+                    "the request does not fit in the run's memory limit (what it holds besides \
+                 is charged there too)",
+                )
+                .bytes
+            }
+            None if request.is_empty() => Answer::failed(
                 Failure::BadRequest,
                 "nothing was written to /tools/call before it was read: write one JSON request \
                  (through this open, or an open closed just before), then read the answer",
             )
-            .bytes
-        } else if over {
-            let cap = ctx.calls.gateway.settings.max_request_bytes;
-            Answer::failed(
-                Failure::Limit,
-                format!("the request is over the {cap} byte cap on a tool call's request"),
-            )
-            .bytes
-        } else {
-            make_call(&request, ctx).await
+            .bytes,
+            None => make_call(&request, ctx).await,
         };
+        drop(request);
         // What the program has not read yet is the host's memory: the run pays for it.
         let (bytes, charged) = match ctx.memory.reserve(bytes.len()) {
             Some(charge) => (bytes, Some(charge)),
@@ -206,7 +304,7 @@ impl Device {
     pub async fn size(&self) -> u64 {
         let asked = {
             let c = self.state();
-            c.answer.is_some() || !c.request.is_empty() || c.over
+            c.answer.is_some() || !c.request.is_empty() || c.refused.is_some()
         };
         if !asked {
             return 0;
@@ -249,6 +347,19 @@ async fn make_call(request: &[u8], ctx: &DeviceContext) -> Vec<u8> {
             None => {}
         }
     }
+    // The request parsed is host memory too, for as long as the call is under way.
+    let parsed = crate::upstream::gateway::parsed_size_bound(request);
+    let Some(_parsed) = ctx.memory.reserve(parsed) else {
+        return Answer::failed(
+            Failure::Limit,
+            format!(
+                "the request ({} bytes, up to {parsed} bytes once parsed) does not fit in the \
+                 run's memory limit",
+                request.len()
+            ),
+        )
+        .bytes;
+    };
     let answer = match ctx.calls.take_one() {
         Err(over) => over,
         Ok(()) => match clock::current() {
@@ -346,6 +457,7 @@ mod tests {
     /// A store's devices with one open, handle 1.
     fn opened(ctx: &DeviceContext) -> (StoreDevices, Device) {
         let mut devices = StoreDevices::new(Some(ctx.clone()));
+        devices.may_open().unwrap();
         devices.opened(1);
         let device = devices.get(1).unwrap();
         (devices, device)
@@ -389,6 +501,7 @@ mod tests {
         first.answer().await;
         assert!(read_all(&first).contains("bad_request"));
         devices.closed(1);
+        devices.may_open().unwrap();
         devices.opened(2);
         devices
             .get(2)
@@ -396,11 +509,83 @@ mod tests {
             .write(br#"{"server":"x","tool":"y"}"#)
             .unwrap();
         devices.closed(2);
+        assert!(ctx.memory.used() > 0, "the request left unread is charged");
+        devices.may_open().unwrap();
         devices.opened(3);
         let third = devices.get(3).unwrap();
         assert!(third.carries_request());
         third.answer().await;
         assert!(read_all(&third).contains("unknown_server"));
+        gateway.stop();
+    }
+
+    #[tokio::test]
+    async fn a_request_is_charged_as_it_is_written_and_one_past_the_memory_left_is_refused() {
+        let (gateway, ctx) = context(64 << 10);
+        let (mut devices, device) = opened(&ctx);
+        device.write(&[b' '; 10_000]).unwrap();
+        assert_eq!(ctx.memory.used(), 10_000);
+        // Past what the run has left: dropped as it comes, the answer says why.
+        device.write(&[b' '; 60_000]).unwrap();
+        device.write(&[b' '; 1_000]).unwrap();
+        assert_eq!(ctx.memory.used(), 0, "nothing of a refused request is held");
+        device.answer().await;
+        let answer = read_all(&device);
+        assert!(
+            answer.contains("\"limit\"") && answer.contains("memory limit"),
+            "{answer}"
+        );
+        devices.closed(1);
+        gateway.stop();
+    }
+
+    #[tokio::test]
+    async fn the_parsed_request_is_charged_while_the_call_is_made() {
+        // 2,000 small values take far more memory parsed than as text.
+        let request = format!(
+            r#"{{"server":"e","tool":"add","arguments":{{"a":[{}]}}}}"#,
+            vec!["1"; 2_000].join(",")
+        );
+        let bound = crate::upstream::gateway::parsed_size_bound(request.as_bytes());
+        assert!(
+            bound > 100 * request.len() / 2,
+            "{bound} for {} bytes",
+            request.len()
+        );
+        let (gateway, ctx) = context(request.len() + bound / 2);
+        let (mut devices, device) = opened(&ctx);
+        device.write(request.as_bytes()).unwrap();
+        device.answer().await;
+        let answer = read_all(&device);
+        assert!(answer.contains("once parsed"), "{answer}");
+        devices.closed(1);
+        gateway.stop();
+    }
+
+    #[tokio::test]
+    async fn a_run_holds_so_many_open_devices_at_most_across_its_stores() {
+        let (gateway, ctx) = context(1 << 20);
+        let mut first = StoreDevices::new(Some(ctx.clone()));
+        let mut second = StoreDevices::new(Some(ctx.clone()));
+        for handle in 0..MAX_OPEN_DEVICES as u32 {
+            let store = if handle % 2 == 0 {
+                &mut first
+            } else {
+                &mut second
+            };
+            store.may_open().unwrap();
+            store.opened(handle);
+        }
+        assert!(first.may_open().is_err() && second.may_open().is_err());
+        first.closed(0);
+        first.may_open().expect("a closed one makes room");
+        first.opened(100);
+        // A store that goes (its program ended) gives back what it held.
+        drop(second);
+        for _ in 0..MAX_OPEN_DEVICES / 2 {
+            first.may_open().unwrap();
+        }
+        assert!(first.may_open().is_err());
         gateway.stop();
     }
 }

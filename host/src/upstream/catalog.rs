@@ -42,30 +42,186 @@ pub fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-/// The top-level properties of a tool's input schema, and whether each is required.
+/// The top-level properties of a tool's input schema, and whether each is required: the
+/// required ones first, in the order the schema lists them, then the others.
 fn parameters(tool: &Tool) -> Vec<(String, bool)> {
+    let Some(props) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
     let required: Vec<&str> = tool
         .input_schema
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    tool.input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|props| {
-            props
-                .keys()
-                .map(|k| (k.clone(), required.contains(&k.as_str())))
-                .collect()
-        })
-        .unwrap_or_default()
+    let mut all: Vec<(String, bool)> = required
+        .iter()
+        .filter(|name| props.contains_key(**name))
+        .map(|name| (name.to_string(), true))
+        .collect();
+    all.extend(
+        props
+            .keys()
+            .filter(|k| !required.contains(&k.as_str()))
+            .map(|k| (k.clone(), false)),
+    );
+    all
 }
 
-/// `name(a, b?): what it does`, the description cut to `max` characters.
+/// `name(a, b?) -> answer: what it does`, the description cut to `max` characters.
 pub fn tool_line(tool: &Tool, max: usize) -> String {
     let what = first_line(tool.description.as_deref().unwrap_or(""), max);
-    format!("{}: {what}", signature(tool))
+    format!(
+        "{} -> {}: {what}",
+        signature(tool),
+        answer_shape(tool, SHAPE_CHARS)
+    )
+}
+
+/// How long an answer's shape may be in a tool's line.
+const SHAPE_CHARS: usize = 80;
+
+/// What the bindings hand back for `tool`, in at most about `max` characters: the shape
+/// its `outputSchema` declares (`{content: string}`: the value is that structure), or
+/// `text` (the value is the text of its answer).
+pub fn answer_shape(tool: &Tool, max: usize) -> String {
+    let Some(schema) = &tool.output_schema else {
+        return "text".into();
+    };
+    let root = Value::Object((**schema).clone());
+    // The whole shape if it fits, else shallower, else the top-level keys alone.
+    for depth in (1..=6).rev() {
+        let shape = Shape { root: &root, depth }.of(&root, 0);
+        if shape.chars().count() <= max {
+            return shape;
+        }
+    }
+    let keys = Shape {
+        root: &root,
+        depth: 0,
+    }
+    .of(&root, 0);
+    if keys.chars().count() <= max {
+        keys
+    } else {
+        "object".into()
+    }
+}
+
+/// A JSON Schema written short, for a model: `{a: string, b?: [number]}`; `$ref`s to the
+/// schema's own `$defs` followed; an object nested `depth` levels deep (arrays count) is
+/// `{…}`; with `depth` 0, the top-level object's keys alone.
+struct Shape<'a> {
+    root: &'a Value,
+    depth: usize,
+}
+
+impl Shape<'_> {
+    fn of(&self, schema: &Value, level: usize) -> String {
+        if level > 12 {
+            return "…".into();
+        }
+        let Some(obj) = schema.as_object() else {
+            return "any".into();
+        };
+        if let Some(target) = obj.get("$ref").and_then(Value::as_str) {
+            return match self.resolve(target) {
+                Some(found) => self.of(found, level + 1),
+                None => "any".into(),
+            };
+        }
+        if let Some(c) = obj.get("const") {
+            return c.to_string();
+        }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+            if !values.is_empty() && values.len() <= 4 {
+                let parts: Vec<String> = values.iter().map(Value::to_string).collect();
+                return parts.join("|");
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(alts) = obj.get(key).and_then(Value::as_array) {
+                let parts: Vec<String> = alts.iter().map(|a| self.of(a, level + 1)).collect();
+                if !parts.is_empty() {
+                    return parts.join(" | ");
+                }
+            }
+        }
+        let kind = match obj.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(Value::Array(types)) => {
+                let parts: Vec<String> = types
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|t| {
+                        let mut one = obj.clone();
+                        one.insert("type".into(), Value::String(t.to_string()));
+                        self.of(&Value::Object(one), level + 1)
+                    })
+                    .collect();
+                return parts.join(" | ");
+            }
+            _ if obj.contains_key("properties") => "object",
+            _ => return "any".into(),
+        };
+        match kind {
+            "array" => {
+                let item = obj
+                    .get("items")
+                    .map_or("any".into(), |i| self.of(i, level + 1));
+                format!("[{item}]")
+            }
+            "object" => self.object(obj, level),
+            other => other.to_string(),
+        }
+    }
+
+    fn object(&self, obj: &Map<String, Value>, level: usize) -> String {
+        let Some(props) = obj.get("properties").and_then(Value::as_object) else {
+            return "object".into();
+        };
+        if props.is_empty() {
+            return "{}".into();
+        }
+        if level > 0 && level >= self.depth {
+            return "{…}".into();
+        }
+        let required: Vec<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let fields: Vec<String> = props
+            .iter()
+            .map(|(k, v)| {
+                let optional = if required.contains(&k.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                if self.depth == 0 {
+                    format!("{k}{optional}")
+                } else {
+                    format!("{k}{optional}: {}", self.of(v, level + 1))
+                }
+            })
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    /// `#/$defs/NAME` (or `#/definitions/NAME`) in the schema's root.
+    fn resolve(&self, target: &str) -> Option<&Value> {
+        let path = target.strip_prefix("#/")?;
+        let mut at = self.root;
+        for part in path.split('/') {
+            at = at.get(part)?;
+        }
+        Some(at)
+    }
 }
 
 /// `name(a, b?)`: a tool's call shape in one line.
@@ -153,7 +309,8 @@ impl Catalog {
             }
             for t in &s.tools {
                 let what = first_line(t.description.as_deref().unwrap_or(""), 200);
-                let _ = writeln!(md, "- `{}`: {what}", signature(t));
+                let answer = answer_shape(t, 400);
+                let _ = writeln!(md, "- `{}` -> `{answer}`: {what}", signature(t));
             }
         }
         md.push_str(CALLING);
@@ -204,6 +361,11 @@ impl Catalog {
 
 const CALLING: &str = r#"
 ## Calling a tool
+
+Each tool's line says what a call hands back after `->`: `text` (the text of its
+answer, a string) or the structure its output schema declares (dicts and lists in
+python, objects in javascript; `{content: string}` is an object whose `content` is the
+text, not the text itself).
 
 - python: `import tools; r = tools.SERVER.TOOL(arg=value)` (the value: the tool's
   structured content as dicts and lists, else its text; a tool's error raises
@@ -330,6 +492,11 @@ mod tests {
         t
     }
 
+    fn with_output(mut t: Tool, schema: Value) -> Tool {
+        t.output_schema = Some(Arc::new(schema.as_object().unwrap().clone()));
+        t
+    }
+
     fn catalog() -> Catalog {
         Catalog {
             servers: vec![
@@ -338,10 +505,13 @@ mod tests {
                     available: true,
                     message: None,
                     tools: vec![
-                        tool(
-                            "add",
-                            "Adds two numbers. Then more text.",
-                            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+                        with_output(
+                            tool(
+                                "add",
+                                "Adds two numbers. Then more text.",
+                                json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+                            ),
+                            json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}),
                         ),
                         tool(
                             "get-sum",
@@ -365,10 +535,64 @@ mod tests {
         assert_eq!(
             catalog().summary_lines(),
             vec![
-                "everything.add(a, b): Adds two numbers.".to_string(),
-                "everything.get-sum(mode?, tags?): Sum".to_string(),
+                "everything.add(a, b) -> {sum: number}: Adds two numbers.".to_string(),
+                "everything.get-sum(mode?, tags?) -> text: Sum".to_string(),
                 "down (unavailable: cannot start `nope`)".to_string(),
             ]
+        );
+    }
+
+    /// The answers of real servers (server-filesystem, server-memory, mcp-server-time),
+    /// as their output schemas declare them.
+    #[test]
+    fn an_answer_is_shown_as_its_output_schema_says() {
+        let shape = |schema: Value, max: usize| {
+            answer_shape(
+                &with_output(tool("t", "", json!({"type": "object"})), schema),
+                max,
+            )
+        };
+        assert_eq!(
+            shape(
+                json!({"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}),
+                80
+            ),
+            "{content: string}"
+        );
+        let graph = json!({"type": "object", "properties": {
+            "entities": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "entityType": {"type": "string"},
+                "observations": {"type": "array", "items": {"type": "string"}}},
+                "required": ["name", "entityType", "observations"]}},
+            "relations": {"type": "array", "items": {"type": "object", "properties": {
+                "from": {"type": "string"}, "to": {"type": "string"}, "relationType": {"type": "string"}},
+                "required": ["from", "to", "relationType"]}}},
+            "required": ["entities", "relations"]});
+        assert_eq!(
+            shape(graph.clone(), 200),
+            "{entities: [{entityType: string, name: string, observations: [string]}], relations: [{from: string, relationType: string, to: string}]}"
+        );
+        assert_eq!(
+            shape(graph.clone(), 60),
+            "{entities: [{…}], relations: [{…}]}"
+        );
+        assert_eq!(shape(graph.clone(), 24), "{entities, relations}");
+        assert_eq!(shape(graph, 10), "object");
+        let time = json!({"$defs": {"TimeResult": {"type": "object", "properties": {
+                "timezone": {"type": "string"}, "datetime": {"type": "string"}},
+                "required": ["timezone", "datetime"]}},
+            "type": "object", "properties": {
+                "source": {"$ref": "#/$defs/TimeResult"}, "target": {"$ref": "#/$defs/TimeResult"},
+                "time_difference": {"type": "string"}},
+            "required": ["source", "target", "time_difference"]});
+        assert_eq!(
+            shape(time, 120),
+            "{source: {datetime: string, timezone: string}, target: {datetime: string, timezone: string}, time_difference: string}"
+        );
+        assert_eq!(
+            answer_shape(&tool("t", "", json!({"type": "object"})), 80),
+            "text",
+            "without an output schema the value is the text"
         );
     }
 
@@ -376,7 +600,7 @@ mod tests {
     fn declarations_follow_the_schemas() {
         let ts = catalog().declarations();
         assert!(
-            ts.contains("add(args: { a: number; b: number }): Promise<string>;"),
+            ts.contains("add(args: { a: number; b: number }): Promise<{ sum: number }>;"),
             "{ts}"
         );
         assert!(
@@ -396,7 +620,10 @@ mod tests {
         );
         assert_eq!(j["servers"]["down"]["available"], false);
         let md = c.readme();
-        assert!(md.contains("- `add(a, b)`: Adds two numbers."), "{md}");
+        assert!(
+            md.contains("- `add(a, b)` -> `{sum: number}`: Adds two numbers."),
+            "{md}"
+        );
         assert!(md.contains("Unavailable: cannot start `nope`"), "{md}");
     }
 }

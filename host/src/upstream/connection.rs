@@ -2,9 +2,7 @@
 //! start and whenever it says its list changed, and connecting again (with backoff) when
 //! it dies. Its state is published for the catalog; calls borrow its live connection.
 
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rmcp::model::Tool;
@@ -13,11 +11,12 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
-use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{expand_env, ServerConfig, TransportConfig};
+use super::http_client::CappedHttp;
+use super::oversize::OversizeLines;
 
 /// How long a server may take to start and answer `initialize` and `tools/list`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,8 +44,6 @@ pub enum Link {
 pub struct Upstream {
     pub config: ServerConfig,
     link: Mutex<Link>,
-    /// Why the last connection ended, when runbox ended it (an answer past the cap).
-    ended_because: Arc<Mutex<Option<String>>>,
 }
 
 impl Upstream {
@@ -54,7 +51,6 @@ impl Upstream {
         Arc::new(Upstream {
             config,
             link: Mutex::new(Link::Connecting),
-            ended_because: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -62,17 +58,9 @@ impl Upstream {
         self.link.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn set(&self, link: Link, changed: &Notify) {
+    pub(super) fn set(&self, link: Link, changed: &Notify) {
         *self.link.lock().unwrap_or_else(|e| e.into_inner()) = link;
         changed.notify_one();
-    }
-
-    /// Why the connection a call was on ended, if runbox knows.
-    pub fn ended_because(&self) -> Option<String> {
-        self.ended_because
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
     }
 
     /// Keeps the server connected until `stop`: connect, list, serve, and on the end of a
@@ -102,7 +90,6 @@ impl Upstream {
             match connected {
                 Ok((service, tools, child)) => {
                     tracing::info!(server = %name, tools = tools.len(), "upstream MCP server connected");
-                    *self.ended_because.lock().unwrap_or_else(|e| e.into_inner()) = None;
                     self.set(
                         Link::Ready {
                             peer: service.peer().clone(),
@@ -116,7 +103,7 @@ impl Upstream {
                     if stop.is_cancelled() {
                         return;
                     }
-                    let why = self.ended_because().unwrap_or(ended);
+                    let why = ended;
                     tracing::warn!(server = %name, "upstream MCP server went away: {why}; connecting again");
                     self.set(
                         Link::Down {
@@ -215,12 +202,8 @@ impl Upstream {
                 let stdout = spawned.stdout.take().expect("piped stdout");
                 let stdin = spawned.stdin.take().expect("piped stdin");
                 child = Some(spawned);
-                let capped = CappedLines {
-                    inner: stdout,
-                    line: 0,
-                    cap: max_answer_bytes,
-                    why: self.ended_because.clone(),
-                };
+                // An answer past the cap fails its call, and only that (`oversize.rs`).
+                let capped = OversizeLines::new(stdout, max_answer_bytes);
                 let transport = AsyncRwTransport::new_client(capped, stdin)
                     .with_max_line_length(max_answer_bytes.saturating_add(1));
                 handler.serve(transport).await.map_err(|e| {
@@ -246,7 +229,10 @@ impl Upstream {
                     .custom_headers(custom)
                     .max_json_response_size(max_answer_bytes)
                     .max_sse_event_size(max_answer_bytes);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let client = CappedHttp::new(max_answer_bytes).map_err(|e| {
+                    ConnectError::new("its HTTP client cannot be made", e.to_string())
+                })?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 handler.serve(transport).await.map_err(|e| {
                     ConnectError::new(
                         "it cannot be reached",
@@ -309,77 +295,5 @@ impl ClientHandler for UpstreamHandler {
         info.client_info.name = "runbox".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
         info
-    }
-}
-
-/// A server's stdout that fails once one line (one message) passes `cap` bytes, so an
-/// answer past the cap ends the connection instead of being held in memory.
-struct CappedLines<R> {
-    inner: R,
-    line: usize,
-    cap: usize,
-    /// Told why the connection ends.
-    why: Arc<Mutex<Option<String>>>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for CappedLines<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(Ok(())) => {
-                for &b in &buf.filled()[before..] {
-                    if b == b'\n' {
-                        this.line = 0;
-                    } else {
-                        this.line += 1;
-                        if this.line > this.cap {
-                            let why = format!(
-                                "the server sent a message larger than the {} byte cap on a tool's answer (--max-tool-result-bytes)",
-                                this.cap
-                            );
-                            *this.why.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
-                            return Poll::Ready(Err(std::io::Error::other(why)));
-                        }
-                    }
-                }
-                Poll::Ready(Ok(()))
-            }
-            other => other,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::AsyncReadExt;
-
-    #[tokio::test]
-    async fn a_line_past_the_cap_is_an_error() {
-        let data: &[u8] = b"short\nthis line is too long\nx";
-        let why = Arc::new(Mutex::new(None));
-        let mut r = CappedLines {
-            inner: data,
-            line: 0,
-            cap: 10,
-            why: why.clone(),
-        };
-        let mut out = Vec::new();
-        let e = r.read_to_end(&mut out).await.unwrap_err();
-        assert!(e.to_string().contains("10 byte cap"), "{e}");
-        assert!(why.lock().unwrap().is_some(), "the upstream is told why");
-        let mut ok = CappedLines {
-            inner: &b"0123456789\n0123456789\n"[..],
-            line: 0,
-            cap: 10,
-            why,
-        };
-        out.clear();
-        ok.read_to_end(&mut out).await.unwrap();
     }
 }

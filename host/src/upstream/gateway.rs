@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject};
+use rmcp::ServiceError;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +19,7 @@ use super::answer::{Answer, Failure};
 use super::catalog::{Catalog, ServerView};
 use super::config::ToolsConfig;
 use super::connection::{Link, Upstream};
+use super::oversize;
 use crate::metrics::Exposition;
 
 /// Tool calls one run may make, by default.
@@ -45,18 +47,24 @@ impl Default for GatewaySettings {
     }
 }
 
-/// What is published now: the catalog, and the directory shown at `/tools`.
+/// What is published now: the catalog, and the files of `/tools` made from it.
+#[derive(Default)]
 struct Published {
     catalog: Arc<Catalog>,
-    dir: Arc<PathBuf>,
+    files: Vec<(&'static str, String)>,
 }
 
 pub struct Gateway {
     upstreams: Vec<Arc<Upstream>>,
     pub settings: GatewaySettings,
-    /// Where the generated `/tools` directories are written (one per change); removed
-    /// with the gateway.
+    /// Holds the one `/tools` directory and the staging area its files are written in
+    /// before they replace the old ones; removed with the gateway.
     root: tempfile::TempDir,
+    /// The directory shown at `/tools` to every store, for the gateway's whole life: a
+    /// sandbox keeps the directory it was given, so a new catalog replaces the files in
+    /// it, never the directory itself.
+    dir: Arc<PathBuf>,
+    /// Catalogs published so far (one per change of what programs are told).
     generation: AtomicU64,
     published: Mutex<Published>,
     /// Woken when any server's link changes.
@@ -73,16 +81,19 @@ impl Gateway {
     /// directory of its own. Must be called within a tokio runtime.
     pub fn start(config: ToolsConfig, settings: GatewaySettings) -> std::io::Result<Arc<Gateway>> {
         let root = tempfile::Builder::new().prefix("runbox-tools-").tempdir()?;
+        let dir = root.path().join("tools");
+        std::fs::create_dir(&dir)?;
+        std::fs::create_dir(root.path().join(STAGING))?;
+        // The device: an empty file whose opens the sandbox's filesystem turns into calls.
+        std::fs::write(dir.join(DEVICE_NAME), b"")?;
         let upstreams: Vec<Arc<Upstream>> = config.servers.into_iter().map(Upstream::new).collect();
         let gateway = Arc::new(Gateway {
             upstreams,
             settings,
             root,
+            dir: Arc::new(dir),
             generation: AtomicU64::new(0),
-            published: Mutex::new(Published {
-                catalog: Arc::new(Catalog::default()),
-                dir: Arc::new(PathBuf::new()),
-            }),
+            published: Mutex::default(),
             changed: Arc::new(Notify::new()),
             republished: Arc::new(Notify::new()),
             stop: CancellationToken::new(),
@@ -158,13 +169,14 @@ impl Gateway {
             .clone()
     }
 
-    /// The directory shown at `/tools` to stores made now.
+    /// The directory shown at `/tools`: the same for the gateway's whole life.
     pub fn dir(&self) -> Arc<PathBuf> {
-        self.published
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .dir
-            .clone()
+        self.dir.clone()
+    }
+
+    /// Catalogs published so far: a change of what programs are told counts one.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     fn current_catalog(&self) -> Catalog {
@@ -192,26 +204,32 @@ impl Gateway {
         Catalog { servers }
     }
 
-    /// Writes a new generation of the `/tools` directory and makes it current; the one
-    /// before it stays for stores that have it open, older ones go.
+    /// Publishes the current catalog, when it differs from the one published: each file of
+    /// `/tools` is written aside and renamed over the old one, so that a program reads
+    /// either the old file or the new one, and a sandbox keeps its directory. A server
+    /// that keeps failing the same way changes nothing, so it publishes nothing.
     fn publish(&self) -> std::io::Result<()> {
         let catalog = self.current_catalog();
-        let n = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let dir = self.root.path().join(format!("tools-{n}"));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("README.md"), catalog.readme())?;
-        std::fs::write(dir.join("tools.json"), catalog.tools_json())?;
-        std::fs::write(dir.join("index.d.ts"), catalog.declarations())?;
-        // The device: an empty file whose opens the sandbox's filesystem turns into calls.
-        std::fs::write(dir.join(DEVICE_NAME), b"")?;
-        {
-            let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
-            published.catalog = Arc::new(catalog);
-            published.dir = Arc::new(dir);
+        let files = vec![
+            ("README.md", catalog.readme()),
+            ("tools.json", catalog.tools_json()),
+            ("index.d.ts", catalog.declarations()),
+        ];
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        let first = self.generation.load(Ordering::SeqCst) == 0;
+        if !first && published.files == files {
+            return Ok(());
         }
-        if n > 2 {
-            let _ = std::fs::remove_dir_all(self.root.path().join(format!("tools-{}", n - 2)));
+        let staging = self.root.path().join(STAGING);
+        for (name, text) in &files {
+            let aside = staging.join(name);
+            std::fs::write(&aside, text)?;
+            std::fs::rename(&aside, self.dir.join(name))?;
         }
+        published.catalog = Arc::new(catalog);
+        published.files = files;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        drop(published);
         self.republished.notify_waiters();
         Ok(())
     }
@@ -304,28 +322,22 @@ impl Gateway {
                 Failure::Unavailable,
                 format!("`{server}` answered `{tool}` with a task or a request for input, which runbox does not take from upstream servers"),
             ),
+            // An answer past the cap, dropped as it streamed: this call alone fails.
+            Err(ServiceError::McpError(e)) if oversize::is_over_cap(&e) => Answer::failed(
+                Failure::Limit,
+                format!("the call to `{tool}` of `{server}` failed: {}", e.message),
+            ),
             Err(e) => {
                 // The transport's own error may name the server's URL: it goes to the log.
                 tracing::warn!(server = %server, tool = %tool, "an upstream tool call failed: {e}");
-                let (kind, why) = match upstream.ended_because() {
-                    Some(why) => (Failure::Limit, why),
-                    None if e.to_string().to_lowercase().contains("too large")
-                        || e.to_string().to_lowercase().contains("exceed") =>
-                    {
-                        (
-                            Failure::Limit,
-                            format!(
-                                "its answer is larger than the {} byte cap on a tool's answer (--max-tool-result-bytes)",
-                                self.settings.max_answer_bytes
-                            ),
-                        )
-                    }
-                    None => (
-                        Failure::Unavailable,
-                        "the connection to the server ended or failed during the call (runbox's log says why); it is being connected again".to_string(),
+                Answer::failed(
+                    Failure::Unavailable,
+                    format!(
+                        "the call to `{tool}` of `{server}` failed: the connection to the server \
+                         ended or failed during the call (runbox's log says why); it is being \
+                         connected again"
                     ),
-                };
-                Answer::failed(kind, format!("the call to `{tool}` of `{server}` failed: {why}"))
+                )
             }
         };
         if answer.bytes.len() > self.settings.max_answer_bytes {
@@ -381,6 +393,42 @@ impl std::fmt::Debug for Gateway {
 /// The device's file name in the `/tools` directory.
 pub const DEVICE_NAME: &str = "call";
 
+/// Where a new catalog's files are written before they replace the published ones (beside
+/// the `/tools` directory, on the same filesystem, so that the rename is atomic).
+const STAGING: &str = "staging";
+
+/// An upper bound of the memory `request` takes once parsed into JSON values: its text,
+/// and per value (each number, string, array, object and member) what a value and its
+/// share of a collection cost. Counted before parsing, so that the parse is paid for first.
+pub fn parsed_size_bound(request: &[u8]) -> usize {
+    /// A `serde_json::Value` (32 bytes) in a collection that may hold twice what it uses,
+    /// plus a member's key and map entry.
+    const PER_VALUE: usize = 128;
+    let mut values = 1usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in request {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b',' | b':' | b'[' | b'{' => values += 1,
+            _ => {}
+        }
+    }
+    request
+        .len()
+        .saturating_add(values.saturating_mul(PER_VALUE))
+}
+
 /// `(server, tool, arguments)` of a device request.
 fn parse_request(request: &[u8]) -> Result<(String, String, JsonObject), String> {
     let value: Value = serde_json::from_slice(request).map_err(|e| {
@@ -406,10 +454,12 @@ fn parse_request(request: &[u8]) -> Result<(String, String, JsonObject), String>
 }
 
 /// One run's use of the gateway: how many calls it made (a session's sandbox starts
-/// counting again at each call, see `Sandbox::begin_call`).
+/// counting again at each call, see `Sandbox::begin_call`), and how many device
+/// descriptors its stores hold open.
 pub struct ToolCalls {
     pub gateway: Arc<Gateway>,
     made: AtomicU32,
+    open_devices: AtomicUsize,
 }
 
 impl ToolCalls {
@@ -417,7 +467,24 @@ impl ToolCalls {
         Arc::new(ToolCalls {
             gateway,
             made: AtomicU32::new(0),
+            open_devices: AtomicUsize::new(0),
         })
+    }
+
+    /// Counts one more open device descriptor, if fewer than `max` are open.
+    pub fn device_opened(&self, max: usize) -> bool {
+        self.open_devices
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Counts one device descriptor less.
+    pub fn device_closed(&self) {
+        let _ = self
+            .open_devices
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
 
     pub fn begin_call(&self) {
@@ -532,5 +599,60 @@ mod tests {
         calls.begin_call();
         calls.take_one().expect("a new call counts again");
         g.stop();
+    }
+
+    /// A server that cannot start is tried again and again: the catalog says the same
+    /// each time, so nothing is published again, and `/tools` is one directory for life.
+    #[tokio::test]
+    async fn a_server_that_keeps_failing_publishes_nothing_new() {
+        use std::os::unix::fs::MetadataExt;
+        let config = ToolsConfig::parse(
+            "[servers.e]\ncommand = \"/nonexistent/runbox-test-server\"\nallow = \"*\"\n",
+            Path::new("."),
+        )
+        .unwrap();
+        let g = Gateway::start(config, GatewaySettings::default()).unwrap();
+        g.settled(Duration::from_secs(10)).await;
+        let (generation, dir) = (g.generation(), g.dir());
+        let inode = std::fs::metadata(dir.as_path()).unwrap().ino();
+        let readme = std::fs::metadata(dir.join("README.md")).unwrap().ino();
+        // Two more attempts (1 s, then 2 s apart).
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
+        assert_eq!(
+            g.generation(),
+            generation,
+            "a failure said again publishes nothing"
+        );
+        assert_eq!(g.dir(), dir);
+        assert_eq!(std::fs::metadata(dir.as_path()).unwrap().ino(), inode);
+        assert_eq!(
+            std::fs::metadata(dir.join("README.md")).unwrap().ino(),
+            readme
+        );
+        // A change is published in the same directory, each file replaced whole.
+        g.upstreams[0].set(Link::Connecting, &g.changed);
+        for _ in 0..50 {
+            if g.generation() > generation {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(g.generation(), generation + 1);
+        assert_eq!(std::fs::metadata(dir.as_path()).unwrap().ino(), inode);
+        let text = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(text.contains("Unavailable: connecting"), "{text}");
+        assert!(dir.join(DEVICE_NAME).exists());
+        g.stop();
+    }
+
+    #[test]
+    fn a_requests_parsed_size_is_bounded_by_its_values() {
+        let small = parsed_size_bound(br#"{"a":"x,y:z[{"}"#);
+        assert!(
+            small < 600,
+            "commas and brackets in strings are not values: {small}"
+        );
+        let many = parsed_size_bound(format!("[{}]", vec!["0"; 1000].join(",")).as_bytes());
+        assert!(many >= 1000 * 64, "{many}");
     }
 }

@@ -7,6 +7,7 @@
 //! - [`connection`]: one server, connected, listed, restarted.
 //! - [`catalog`]: what programs and models are told (`/tools/*`, a line per tool).
 //! - [`gateway`]: the checks and caps between a program's request and a server.
+//! - [`oversize`], [`http_client`]: an answer past the cap fails its call alone.
 //! - [`answer`]: the device's answers.
 
 pub mod answer;
@@ -14,5 +15,7 @@ pub mod catalog;
 pub mod config;
 mod connection;
 pub mod gateway;
+mod http_client;
+mod oversize;
 
 pub use gateway::{Gateway, GatewaySettings, ToolCalls};
