@@ -258,12 +258,33 @@ impl Runbox {
         options: RunboxOptions,
         progress: Progress,
     ) -> Result<Runbox, StartError> {
+        Runbox::started(manifest, cache, options, progress, Waiting::ByCall)
+    }
+
+    /// Like [`Runbox::start`], but a runtime is prepared only once a call asks for it
+    /// (`runbox run`: the program's runtime, and those it runs as commands).
+    pub fn start_on_demand(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+        progress: Progress,
+    ) -> Result<Runbox, StartError> {
+        Runbox::started(manifest, cache, options, progress, Waiting::OnDemand)
+    }
+
+    fn started(
+        manifest: &Manifest,
+        cache: &Cache,
+        options: RunboxOptions,
+        progress: Progress,
+        waiting: Waiting,
+    ) -> Result<Runbox, StartError> {
         let (runbox, preparer) = Runbox::unprepared(manifest, cache, options)?;
         let progress = progress.observed(preparer.observer());
         std::thread::Builder::new()
             .name("runbox-prepare".into())
             .spawn(move || {
-                let _ = preparer.prepare_all(&progress, false, Waiting::ByCall);
+                let _ = preparer.prepare_all(&progress, false, waiting);
             })
             .map_err(StartError::Executable)?;
         Ok(runbox)
@@ -584,6 +605,18 @@ impl Runbox {
                 name: runtime.to_string(),
                 valid: self.runtime_names(),
             })
+    }
+
+    /// Waits, however long it takes, until `runtime` answers calls (ready, or served by a
+    /// stand-in while its snapshot is taken): what `runbox run` waits for first.
+    pub async fn runtime_answers(&self, runtime: &str) -> Result<(), CallError> {
+        const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+        self.plugin(runtime, FOREVER).await.map(|_| ())
+    }
+
+    /// Whether `runtime` is still being prepared, a stand-in serving it or not.
+    pub fn is_preparing(&self, runtime: &str) -> bool {
+        self.plugins.get(runtime).is_some_and(|p| p.is_preparing())
     }
 
     /// The plugin behind `runtime`, waiting up to `wait` while it is being prepared.

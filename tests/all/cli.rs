@@ -892,3 +892,63 @@ fn the_docs_agree_with_the_code() {
         assert_eq!(cli.matches(opening).count(), 1, "{opening:?} once");
     }
 }
+
+/// `runbox run shell FILE` has the other runtimes as commands, as over MCP: each is
+/// prepared when the script first runs it.
+#[test]
+fn the_shell_runs_the_other_runtimes_as_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hub.sh");
+    std::fs::write(
+        &script,
+        "python -c 'print(6 * 7)'\n\
+         echo 'select 1 + 1;' | sqlite3\n\
+         printf 'int main(void) { return 3; }\\n' > r.c && cc r.c -o r && ./r; echo \"cc $?\"\n",
+    )
+    .unwrap();
+    let out = runbox_cmd()
+        .args(["run", "--timeout", "60", "shell"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "42\n2\ncc 3\n", "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `runbox run` on a runtime whose snapshot is still to be taken answers from the
+/// stand-in (as `runbox mcp` does), then finishes the snapshot before it exits, saying so;
+/// the next run starts from the snapshot.
+#[test]
+fn a_first_run_answers_before_the_snapshot_and_then_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = crate::custom_plugin::snapshot_plugin(dir.path());
+    let cache = dir.path().join("cache");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_runbox"))
+            .env("RUNBOX_CACHE_DIR", &cache)
+            .env("RUNBOX_LOG", "info")
+            .arg("--plugins")
+            .arg(&plugins)
+            .args(["run", "snap", "-"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    let stderr = text(&first.stderr);
+    assert_eq!(text(&first.stdout), "Db\n", "{stderr}");
+    assert_eq!(first.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("served before its snapshot is taken"),
+        "{stderr}"
+    );
+    let second = run();
+    let stderr = text(&second.stderr);
+    assert_eq!(text(&second.stdout), "Db\n", "{stderr}");
+    assert!(
+        !stderr.contains("served before its snapshot is taken"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("answered before its snapshot"), "{stderr}");
+}

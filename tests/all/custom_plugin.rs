@@ -281,11 +281,12 @@ async fn a_snapshot_runtime_answers_before_its_snapshot_is_taken() {
     panic!("the runtime was never served before its snapshot was taken");
 }
 
-/// Whether the scenario could be observed (see above); its checks fail the test.
-async fn served_before_the_snapshot() -> bool {
-    let dir = tempfile::tempdir().unwrap();
+/// A plugins file in `dir` whose one runtime, `snap`, is [`SNAPSHOT_REACTOR`] with a
+/// snapshot (its start-up a spin, in an environment of one variable): every run prints
+/// `Db` (the start-up's 3 bytes, its 1 variable).
+pub(crate) fn snapshot_plugin(dir: &Path) -> std::path::PathBuf {
     let bytes = wat::parse_str(SNAPSHOT_REACTOR).unwrap();
-    std::fs::write(dir.path().join("reactor.wasm"), &bytes).unwrap();
+    std::fs::write(dir.join("reactor.wasm"), &bytes).unwrap();
     let sha = hex::encode(Sha256::digest(&bytes));
     let toml = format!(
         "[plugins.snap]\nlanguage = \"WAT\"\nversion = \"1\"\nextension = \"txt\"\n\
@@ -296,8 +297,15 @@ async fn served_before_the_snapshot() -> bool {
          alloc = \"alloc\"\n\
          [plugins.snap.tools.tool.reactor.snapshot]\nenv = [\"K=V\"]\nprogram = \"sss\"\n"
     );
-    std::fs::write(dir.path().join("plugins.toml"), toml).unwrap();
-    let manifest = Manifest::load(&dir.path().join("plugins.toml")).unwrap();
+    let path = dir.join("plugins.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// Whether the scenario could be observed (see above); its checks fail the test.
+async fn served_before_the_snapshot() -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = Manifest::load(&snapshot_plugin(dir.path())).unwrap();
     let cache = Cache::at(dir.path().join("cache"));
     let rb = std::sync::Arc::new(
         Runbox::start(

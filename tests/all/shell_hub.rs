@@ -262,3 +262,50 @@ async fn every_runtime_answers_as_a_command() {
         out.tty()
     );
 }
+
+/// `cc -c main.c -o main.o` writes the user's `main.o`, and it stays: the C runtime's own
+/// files (`main.c`, `main.o`, `main.wasm` when it runs a program) are not a command's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commands_output_named_like_a_runtimes_own_file_stays() {
+    let main_c = "#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n";
+    let lib_c = "int twice(int x) { return 2 * x; }\n";
+    let out = shell(
+        "cc -c main.c -o main.o && cc -c lib.c && ls *.o && cc main.o lib.o -o main.wasm && ./main.wasm",
+        &[("main.c", main_c), ("lib.c", lib_c)],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(stdout(&out), "lib.o\nmain.o\n42\n");
+    let names: Vec<&str> = out.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(names, ["lib.o", "main.o", "main.wasm"], "{names:?}");
+}
+
+/// The flags a model uses with each command work as on a normal machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usual_flags_of_each_command() {
+    let script = r#"python -c 'import sys; print("py", sys.argv[1:])' a b
+python -m json.tool --compact data.json
+node -e 'console.log("node", 6 * 7)'
+node -p '[1, 2, 3].map((x) => x * 2).join(",")'
+ruby -e 'puts "ruby #{[1, 2].sum}"'
+php -r 'echo "php ", 40 + 2, "\n";'
+sqlite3 t.db "create table t(x); insert into t values (7); select x * 6 from t;"
+cc -Wall -o sq sq.c -lm && ./sq
+"#;
+    let sq = "#include <math.h>\n#include <stdio.h>\nint main(void) { printf(\"%.0f\\n\", sqrt(1764.0)); return 0; }\n";
+    let out = shell(
+        script,
+        &[("data.json", "{ \"a\": [1, 2] }"), ("sq.c", sq)],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(
+        stdout(&out),
+        "py ['a', 'b']\n{\"a\":[1,2]}\nnode 42\n2,4,6\nruby 3\nphp 42\n42\n42\n"
+    );
+    let names: Vec<&str> = out.files.iter().map(|f| f.path.as_str()).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with(".runbox")),
+        "a runtime's own file was left: {names:?}"
+    );
+}

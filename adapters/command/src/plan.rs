@@ -95,6 +95,15 @@ pub fn command(settings: &Settings, args: &[String], cwd: &str) -> Result<Comman
     let argv = values(settings, "command-argv")
         .ok_or("this runtime has no `command-argv` setting: it cannot be run as a command")?;
     let entry = entry_path(settings).unwrap_or_default();
+    let mut files = setting_files(settings)?;
+    let inlined = inline_code(settings, args)?;
+    let args: &[String] = match &inlined {
+        Some((file, args)) => {
+            files.push(file.clone());
+            args
+        }
+        None => args,
+    };
     let args_json = json_strings(args);
     let cwd_json = json_strings(&[cwd.to_string()]);
     let cwd_json = &cwd_json[1..cwd_json.len() - 1];
@@ -119,9 +128,35 @@ pub fn command(settings: &Settings, args: &[String], cwd: &str) -> Result<Comman
         program,
         args: expanded.collect(),
         env: parse_env(values(settings, "env").unwrap_or_default())?,
-        files: setting_files(settings)?,
+        files,
         stdin_file: stdin_file(settings)?,
     })
+}
+
+/// The `command-inline` setting, `[FLAG, FILE, PREFIX]`: a tool that cannot take a
+/// program on its command line (php-cgi has no `-r`) gets `FLAG CODE ARGS…` as the file
+/// FILE holding PREFIX then CODE, and `FILE ARGS…`. `None` when the command line does
+/// not start with FLAG.
+fn inline_code(
+    settings: &Settings,
+    args: &[String],
+) -> Result<Option<((String, String), Vec<String>)>, String> {
+    let Some(setting) = values(settings, "command-inline") else {
+        return Ok(None);
+    };
+    let [flag, file, prefix] = setting else {
+        return Err("setting `command-inline` must be [FLAG, FILE, PREFIX]".into());
+    };
+    if args.first() != Some(flag) {
+        return Ok(None);
+    }
+    let code = args
+        .get(1)
+        .ok_or_else(|| format!("option {flag} needs the program as its argument"))?;
+    let path = absolute(file).map_err(|e| format!("setting `command-inline`: {e}"))?;
+    let mut rest = vec![path.clone()];
+    rest.extend(args[2..].iter().cloned());
+    Ok(Some(((path, format!("{prefix}{code}")), rest)))
 }
 
 /// The `stdin-file` setting's path, if it has one.
@@ -237,6 +272,25 @@ fn placeholder<'a>(settings: &'a Settings, entry: &'a str, key: &str) -> Option<
 mod tests {
     use super::*;
     use runbox_adapter_support::test_support::{settings, strings};
+
+    #[test]
+    fn an_inline_program_becomes_a_file_for_a_tool_that_takes_none() {
+        let php = settings(&[
+            ("entry", &["main.php"]),
+            ("command-argv", &["php-cgi", "-q", "{command-args}"]),
+            ("command-inline", &["-r", ".runbox-r.php", "<?php "]),
+        ]);
+        let run = command(&php, &strings(&["-r", "echo 1;", "a", "b"]), "/").unwrap();
+        assert_eq!(run.args, strings(&["-q", "/.runbox-r.php", "a", "b"]));
+        assert_eq!(
+            run.files,
+            vec![("/.runbox-r.php".to_string(), "<?php echo 1;".to_string())]
+        );
+        let run = command(&php, &strings(&["x.php", "-r"]), "/").unwrap();
+        assert_eq!(run.args, strings(&["-q", "x.php", "-r"]), "only as the first option");
+        let e = command(&php, &strings(&["-r"]), "/").unwrap_err();
+        assert!(e.contains("needs the program"), "{e}");
+    }
 
     #[test]
     fn a_command_line_goes_into_command_argv() {

@@ -8,6 +8,8 @@ pub enum Source {
     File(String),
     /// `-e CODE`.
     Code(String),
+    /// `-p CODE`: CODE, its value printed as `console.log` prints it.
+    Print(String),
     /// No file: the program is the standard input (`node < x.js`, `node -`).
     Stdin,
     /// `--version`: print it.
@@ -32,6 +34,11 @@ pub fn parse(name: &str, args: &[String], cwd: &str) -> Result<CommandLine, Stri
                     .cloned()
                     .ok_or_else(|| format!("{name}: {arg} requires an argument"))?,
             ),
+            "-p" | "--print" => Source::Print(
+                rest.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name}: {arg} requires an argument"))?,
+            ),
             "-v" | "--version" => Source::Version,
             "-" => Source::Stdin,
             // Options that change nothing here (modules are recognised by their syntax).
@@ -46,7 +53,7 @@ pub fn parse(name: &str, args: &[String], cwd: &str) -> Result<CommandLine, Stri
             a if a.starts_with('-') => {
                 return Err(format!(
                     "{name}: bad option: {a} (this runtime's command takes FILE, -e CODE, \
-                     - or the program on standard input, and --version)"
+                     -p CODE, - or the program on standard input, and --version)"
                 ))
             }
             file => Source::File(absolute(cwd, file)),
@@ -60,6 +67,27 @@ pub fn parse(name: &str, args: &[String], cwd: &str) -> Result<CommandLine, Stri
         source: Source::Stdin,
         args: Vec::new(),
     })
+}
+
+/// The program `node -p CODE` runs: CODE evaluated as a script in the global scope, its
+/// value printed.
+pub fn printing(code: &str) -> String {
+    let mut literal = String::with_capacity(code.len() + 2);
+    literal.push('"');
+    for c in code.chars() {
+        match c {
+            '"' => literal.push_str("\\\""),
+            '\\' => literal.push_str("\\\\"),
+            '\n' => literal.push_str("\\n"),
+            '\r' => literal.push_str("\\r"),
+            '\u{2028}' => literal.push_str("\\u2028"),
+            '\u{2029}' => literal.push_str("\\u2029"),
+            c if (c as u32) < 0x20 => literal.push_str(&format!("\\u{:04x}", c as u32)),
+            c => literal.push(c),
+        }
+    }
+    literal.push('"');
+    format!("console.log((0, eval)({literal}));\n")
 }
 
 fn absolute(cwd: &str, path: &str) -> String {
@@ -105,5 +133,20 @@ mod tests {
         assert!(p(&["-e"], "/")
             .unwrap_err()
             .contains("requires an argument"));
+        assert_eq!(
+            p(&["-p", "1 + 1", "x"], "/").unwrap(),
+            CommandLine {
+                source: Source::Print("1 + 1".into()),
+                args: strings(&["x"])
+            }
+        );
+    }
+
+    #[test]
+    fn print_evaluates_the_code_as_it_was_given() {
+        assert_eq!(
+            printing("'a\"b'\n+ \"\\\""),
+            "console.log((0, eval)(\"'a\\\"b'\\n+ \\\"\\\\\\\"\"));\n"
+        );
     }
 }

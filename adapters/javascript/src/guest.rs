@@ -86,6 +86,7 @@ impl CommandGuest for Adapter {
                 }
             },
             Source::Code(code) => code,
+            Source::Print(code) => crate::command::printing(&code),
             Source::Stdin => {
                 String::from_utf8_lossy(&stdin.take().unwrap_or_default()).into_owned()
             }

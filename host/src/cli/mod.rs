@@ -196,6 +196,18 @@ impl GlobalArgs {
         )?)
     }
 
+    /// Prepares each runtime only once a call asks for it (see `preparation.rs`), in the
+    /// background: for `runbox run`, whose program may run other runtimes as commands.
+    pub fn start_on_demand(&self, options: RunboxOptions) -> Result<Runbox> {
+        let options = self.with_globals(options);
+        Ok(Runbox::start_on_demand(
+            &self.manifest()?,
+            &self.cache()?,
+            options,
+            self.progress(),
+        )?)
+    }
+
     fn with_globals(&self, mut options: RunboxOptions) -> RunboxOptions {
         options.scratch_dir = self.scratch_dir.clone();
         options.program_compiler = self.program_compiler;

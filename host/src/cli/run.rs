@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use runbox::service::RunStatus;
-use runbox::service::{LimitOverrides, RunRequest, RunboxOptions};
+use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use runbox::service::{OutputFile, ReturnCaps};
 use tokio_util::sync::CancellationToken;
 
@@ -151,15 +151,16 @@ pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         .iter()
         .map(|spec| read_input_file(spec))
         .collect::<Result<Vec<_>>>()?;
+    // Every runtime, as over MCP: the program may run the others as commands (the
+    // shell's `python`). Each is prepared when a call first asks for it.
     let options = RunboxOptions {
         limits,
         max_concurrent: 1,
-        only: vec![args.runtime.clone()],
         ..RunboxOptions::default()
     };
     // Check the name before loading anything, so a typo fails fast and clearly.
     check_runtime_name(global, &args.runtime)?;
-    let runbox = global.load(options).await?;
+    let runbox = global.start_on_demand(options)?;
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -167,10 +168,17 @@ pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
             ctrl_c.cancel();
         }
     });
+    // The first time, the runtime is fetched and compiled: as long as it takes (the
+    // program's time limit starts once it answers). A snapshot runtime answers from its
+    // stand-in before its snapshot is ready, as `runbox mcp` does.
+    tokio::select! {
+        ready = runbox.runtime_answers(&args.runtime) => ready?,
+        _ = cancel.cancelled() => return Ok(EXIT_TERMINATED),
+    }
     let outcome = runbox
         .run(
             RunRequest {
-                runtime: args.runtime,
+                runtime: args.runtime.clone(),
                 code,
                 stdin,
                 args: args.args,
@@ -182,7 +190,7 @@ pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
                 session_id: None,
                 ..RunRequest::default()
             },
-            cancel,
+            cancel.clone(),
         )
         .await?;
     replay_as_terminal(&outcome)?;
@@ -191,12 +199,39 @@ pub async fn command(global: &GlobalArgs, args: RunArgs) -> Result<u8> {
         writeln!(err, "runbox: {}: {e}", outcome.status.as_str())?;
     }
     save_output_files(&outcome.files, args.out.as_deref(), &mut err)?;
+    drop(err);
+    finish_preparing(&runbox, &args.runtime, &cancel).await?;
     Ok(match outcome.status {
         RunStatus::Completed => exit_status_byte(outcome.exit_code.unwrap_or(0)),
         RunStatus::Timeout => EXIT_TIMEOUT,
         RunStatus::Crashed => EXIT_CRASHED,
         RunStatus::Terminated => EXIT_TERMINATED,
     })
+}
+
+/// Once the program answered from a stand-in (its runtime's snapshot still being taken):
+/// finishes the snapshot, saying so, so that later runs start in milliseconds instead of
+/// paying the start-up again. Ctrl-C stops it (the next run starts it again).
+async fn finish_preparing(
+    runbox: &Runbox,
+    runtime: &str,
+    cancel: &CancellationToken,
+) -> Result<()> {
+    if !runbox.is_preparing(runtime) {
+        return Ok(());
+    }
+    std::io::stdout().flush()?;
+    eprintln!(
+        "runbox: `{runtime}` answered before its snapshot was ready; preparing it now, once, so \
+         that later runs start in milliseconds (a few minutes; Ctrl-C stops it)"
+    );
+    while runbox.is_preparing(runtime) && !cancel.is_cancelled() {
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
+    Ok(())
 }
 
 /// A program's exit code as a process exit status (the low 8 bits, like a shell).

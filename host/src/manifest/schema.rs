@@ -48,6 +48,13 @@ pub struct PluginSpec {
     /// plugin must export `runbox:plugin/command`. Each name belongs to one runtime.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// Files the runtime writes in the working directory for itself when it runs as a
+    /// command (preludes, a driver's files, scratch objects): those a command made are
+    /// removed after it. Never the files a command is asked to write (`cc -c main.c`
+    /// writes the user's `main.o`), so not `own-files`, which name a run's own program
+    /// and objects; without it, the entries of `own-files` with a hidden name (`.runbox/`).
+    #[serde(default)]
+    pub command_own_files: Option<Vec<String>>,
     /// Whether a session keeps the interpreter's state (variables, functions, imports)
     /// between calls; the plugin's `describe` must agree. Files carry over regardless.
     #[serde(default)]
@@ -404,6 +411,20 @@ impl MountSpec {
 }
 
 impl PluginSpec {
+    /// What a command run of this runtime writes for itself (`command-own-files`, or the
+    /// hidden entries of `own-files`).
+    pub fn command_own_files(&self) -> Vec<String> {
+        match &self.command_own_files {
+            Some(files) => files.clone(),
+            None => self
+                .own_files
+                .iter()
+                .filter(|own| own.starts_with('.'))
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// The settings handed to the plugin, with the entry's own fields added.
     pub fn plugin_settings(&self) -> Vec<(String, Vec<String>)> {
         let mut out = vec![

@@ -100,10 +100,16 @@ fn adapter(adapter: &mut AdapterSpec, base_dir: &Path) -> Result<(), FieldError>
 }
 
 fn own_files(spec: &PluginSpec) -> Result<(), FieldError> {
-    for (i, own) in spec.own_files.iter().enumerate() {
-        let path = own.strip_suffix('/').unwrap_or(own);
-        crate::files::normalize_path(path)
-            .map_err(|rule| refuse(format!("own-files[{i}]"), rule))?;
+    let lists = [
+        ("own-files", Some(&spec.own_files)),
+        ("command-own-files", spec.command_own_files.as_ref()),
+    ];
+    for (field, list) in lists {
+        for (i, own) in list.into_iter().flatten().enumerate() {
+            let path = own.strip_suffix('/').unwrap_or(own);
+            crate::files::normalize_path(path)
+                .map_err(|rule| refuse(format!("{field}[{i}]"), rule))?;
+        }
     }
     Ok(())
 }

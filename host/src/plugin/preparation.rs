@@ -220,6 +220,9 @@ pub enum Waiting {
     /// Calls, each for its runtime, while the server already answers: a compile no call
     /// waits for gives way (see `engine::compile_pool`).
     ByCall,
+    /// Calls, as [`Waiting::ByCall`], but only what a call asked for is prepared (`runbox
+    /// run`: its runtime, and those its program runs as commands).
+    OnDemand,
 }
 
 /// Which slots are started, and the first failure.
@@ -291,16 +294,26 @@ impl Preparer {
                     if q.started.iter().all(|s| *s) {
                         return;
                     }
-                    match pick(&self.slots, &q) {
+                    let picked = match waiting {
+                        Waiting::OnDemand => pick_demanded(&self.slots, &q),
+                        _ => pick(&self.slots, &q),
+                    };
+                    match picked {
                         Some(i) => {
                             q.started[i] = true;
                             q.running.push(i);
                             break i;
                         }
-                        // What is left shares an artifact with what runs: wait for it.
+                        // What is left shares an artifact with what runs, or (on
+                        // demand) no call asked for it yet: wait.
                         None => {
+                            // On demand, a call's demand is seen within this.
+                            let poll = match waiting {
+                                Waiting::OnDemand => Duration::from_millis(10),
+                                _ => Duration::from_millis(200),
+                            };
                             q = finished
-                                .wait_timeout(q, Duration::from_millis(200))
+                                .wait_timeout(q, poll)
                                 .unwrap_or_else(|e| e.into_inner())
                                 .0
                         }
@@ -339,13 +352,13 @@ impl Preparer {
         };
         let hooks = Hooks {
             adapter_compiled,
-            serve_early: waiting == Waiting::ByCall,
+            serve_early: waiting != Waiting::ForAll,
             provisional: &provisional,
         };
         use crate::engine::compile_pool::Urgency;
         let slot_waited: crate::engine::compile_pool::Waited = match waiting {
             Waiting::ForAll => Arc::new(|| Urgency::Waited),
-            Waiting::ByCall => {
+            Waiting::ByCall | Waiting::OnDemand => {
                 let slot = slot.clone();
                 Arc::new(move || match (slot.is_waited(), slot.is_demanded()) {
                     (true, _) => Urgency::Waited,
@@ -425,6 +438,15 @@ fn pick(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
             })
             .flatten()
     })
+}
+
+/// The slot to prepare next on demand: of those a call asked for, the quickest to answer;
+/// nothing else.
+fn pick_demanded(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
+    (0..slots.len())
+        .filter(|i| !q.started[*i] && slots[*i].is_demanded())
+        .filter(|i| !q.running.iter().any(|r| conflicts(slots, q, *r, *i)))
+        .min_by_key(|i| (answer_rank(slots, *i), *i))
 }
 
 /// How long slot `i` keeps a waiting call, roughly: [`cost_rank`], but a tool taken as a
