@@ -1,7 +1,8 @@
 //! `runbox mcp` end to end.
 //!
 //! - The real binary driven by a client no one here wrote: the official MCP Python SDK,
-//!   pinned ([`MCP_SDK`]) and installed once into `target/mcp-venv`. The scenarios are the
+//!   pinned in `tests/mcp_client/requirements.txt` and installed once into
+//!   `target/mcp-venv`. The scenarios are the
 //!   scripts in `tests/mcp_client/`; each test runs one and shows its output when it fails.
 //! - The real binary spoken to in newline-delimited JSON-RPC, for what the SDK hides
 //!   (what stdout carries, what happens when the client goes away).
@@ -27,9 +28,6 @@ use runbox::mcp::RunboxServer;
 use runbox::plugin::artifact::Progress;
 use runbox::service::{Runbox, RunboxOptions};
 use serde_json::{json, Value};
-
-/// The MCP Python SDK the scenarios run with (the newest release when this was written).
-const MCP_SDK: &str = "mcp==2.3.0";
 
 /// The MCP TypeScript SDK (with AJV) that checks the schemas as JavaScript clients do.
 const MCP_TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
@@ -58,8 +56,14 @@ fn target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target")
 }
 
-/// The venv's interpreter, with [`MCP_SDK`] installed. Created once and reused across runs;
-/// a lock file keeps test binaries running at the same time from racing.
+/// What the scenarios' venv holds: the MCP Python SDK and the PyPI upstream servers.
+fn requirements() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/requirements.txt")
+}
+
+/// The venv's interpreter, with tests/mcp_client/requirements.txt installed. Created once
+/// and reused across runs (installed again when the file changes); a lock file keeps test
+/// binaries running at the same time from racing.
 fn sdk_python() -> PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON
@@ -68,22 +72,27 @@ fn sdk_python() -> PathBuf {
             std::fs::create_dir_all(&target).unwrap();
             let venv = target.join("mcp-venv");
             let python = venv.join("bin").join("python");
-            let marker = venv.join(format!(".installed-{MCP_SDK}"));
+            let wanted = std::fs::read_to_string(requirements()).unwrap();
+            let marker = venv.join(".installed-requirements.txt");
             let lock = File::create(target.join("mcp-venv.lock")).unwrap();
             lock.lock().expect("lock target/mcp-venv.lock");
-            if !marker.exists() {
+            if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
                 if !python.exists() {
                     run_setup(Command::new("python3").args(["-m", "venv"]).arg(&venv));
                 }
-                run_setup(Command::new(&python).args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    MCP_SDK,
-                ]));
-                std::fs::write(&marker, "").unwrap();
+                run_setup(
+                    Command::new(&python)
+                        .args([
+                            "-m",
+                            "pip",
+                            "install",
+                            "--quiet",
+                            "--disable-pip-version-check",
+                            "-r",
+                        ])
+                        .arg(requirements()),
+                );
+                std::fs::write(&marker, &wanted).unwrap();
             }
             python
         })
@@ -737,6 +746,27 @@ impl RawSession {
             "params": {"name": "run_code", "arguments": arguments}}));
     }
 
+    /// Closes stdin and stdout (the client goes away) and waits for the process to end;
+    /// returns how long that took.
+    fn go_away(mut self) -> Duration {
+        drop(self.child.stdin.take());
+        let RawSession {
+            mut child, stdout, ..
+        } = self;
+        drop(stdout);
+        let start = Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return start.elapsed();
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                child.kill().unwrap();
+                panic!("runbox mcp still runs 10 s after its client went away");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Closes stdin and waits for the process to end; returns how long that took.
     fn hang_up(mut self) -> (Duration, Vec<String>) {
         drop(self.child.stdin.take());
@@ -867,9 +897,52 @@ fn a_client_that_goes_away_leaves_nothing_running() {
         json!({"runtime": "python", "code": "while True:\n    pass", "timeout_seconds": 30}),
     );
     std::thread::sleep(Duration::from_millis(500));
-    let (took, _) = session.hang_up();
-    // The run is cancelled as stdin ends, and the process exits with nothing left to wait for.
+    let took = session.go_away();
+    // The run is cancelled as the client stops reading, and the process exits with
+    // nothing left to wait for.
     assert!(took < Duration::from_secs(1), "exit took {took:?}");
+}
+
+/// `printf '…' | runbox mcp`: stdin ends as soon as the requests are written; every
+/// request read is answered, each reply a whole line, and the server then exits 0.
+#[test]
+fn requests_piped_in_are_all_answered_when_stdin_ends() {
+    common::runbox();
+    let call = |id: u64, code: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": {"runtime": "python", "code": code}}})
+    };
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(1, "print(1)"),
+        call(2, "import time\ntime.sleep(1.5)\nprint(2)"),
+        call(3, "print(3)"),
+    ];
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    for attempt in 0..3 {
+        let out = common::output_with_stdin(runbox_mcp(&["--quiet"]).stderr(Stdio::null()), &input);
+        assert!(out.status.success(), "attempt {attempt}: {}", out.status);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.ends_with('\n'),
+            "attempt {attempt}: a reply without its newline: {text:?}"
+        );
+        let mut ids: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .map(|reply| {
+                if let Some(content) = reply["result"].get("structuredContent") {
+                    assert_eq!(content["stdout"], format!("{}\n", reply["id"]), "{reply}");
+                }
+                reply["id"].as_u64().unwrap()
+            })
+            .collect();
+        ids.sort();
+        assert_eq!(ids, [0, 1, 2, 3], "attempt {attempt}: {text}");
+    }
 }
 
 #[test]

@@ -6,19 +6,22 @@
 //! with a JSON-RPC error and never parsed. Lines are parsed one at a time, in order.
 //! stdout carries nothing but protocol messages, each written whole.
 //!
-//! When stdin ends the client is gone: every run still under way is cancelled at once
-//! (rmcp would otherwise let handlers finish for a few seconds before cancelling them).
+//! When stdin ends, the client has said all it will (`printf '…' | runbox mcp` ends it
+//! at once): every request read is still answered, each reply a whole line, and then the
+//! server ends. When the client stops reading (stdout's reader closed: it went away),
+//! every run still under way is cancelled at once.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt as _;
-use rmcp::model::ErrorData;
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::{RoleServer, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::{mpsc, Mutex, Notify};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +33,47 @@ type Out<W> = Arc<Mutex<W>>;
 
 /// Serves one client on stdin/stdout.
 pub async fn serve_stdio(server: RunboxServer, intake: Intake) -> Result<()> {
-    serve(server, intake, tokio::io::stdin(), tokio::io::stdout()).await
+    let gone = CancellationToken::new();
+    watch_stdout_reader(gone.clone());
+    serve_until(
+        server,
+        intake,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        gone,
+    )
+    .await
+}
+
+/// Cancels `gone` when the reader of stdout goes away (a pipe's read end closed, a
+/// terminal hung up): a client that stopped reading can be answered no more. On a thread
+/// of its own, blocked in `poll` until then; the process does not wait for it.
+fn watch_stdout_reader(gone: CancellationToken) {
+    let watch = move || loop {
+        let stdout = std::io::stdout();
+        let mut fds = [rustix::event::PollFd::new(
+            &stdout,
+            rustix::event::PollFlags::empty(),
+        )];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {
+                let seen = fds[0].revents();
+                if seen.intersects(rustix::event::PollFlags::ERR | rustix::event::PollFlags::HUP) {
+                    tracing::debug!("stdout's reader went away: the client is gone");
+                    gone.cancel();
+                    return;
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                tracing::debug!("cannot watch stdout: {e}");
+                return;
+            }
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("runbox-stdout-watch".into())
+        .spawn(watch);
 }
 
 /// Serves one client reading `input` and writing `output`.
@@ -39,33 +82,108 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let closed = CancellationToken::new();
+    serve_until(server, intake, input, output, CancellationToken::new()).await
+}
+
+/// [`serve`], until the client is `gone` (which cancels every run under way).
+async fn serve_until<R, W>(
+    server: RunboxServer,
+    intake: Intake,
+    input: R,
+    output: W,
+    gone: CancellationToken,
+) -> Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let out: Out<W> = Arc::new(Mutex::new(output));
+    let unanswered = Arc::new(Unanswered::default());
     let (messages, received) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
     tokio::spawn(read_messages(
         input,
         intake,
         messages,
         out.clone(),
-        closed.clone(),
+        unanswered.clone(),
+        gone.clone(),
     ));
     let sink = Box::pin(futures::sink::unfold(
-        out,
-        |out, message: TxJsonRpcMessage<RoleServer>| async move {
+        (out, unanswered, gone.clone()),
+        |(out, unanswered, gone), message: TxJsonRpcMessage<RoleServer>| async move {
             let line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
-            write_line(&out, &line).await?;
-            Ok::<_, std::io::Error>(out)
+            if let Err(e) = write_line(&out, &line).await {
+                // Nobody reads what is written: the client is gone.
+                gone.cancel();
+                return Err(e);
+            }
+            if let Some(id) = reply_id(&message) {
+                unanswered.answered(id);
+            }
+            Ok::<_, std::io::Error>((out, unanswered, gone))
         },
     ));
     let stream = Box::pin(futures::stream::unfold(received, |mut received| async {
         received.recv().await.map(|m| (m, received))
     }));
     let running = server
-        .serve_with_ct((sink, stream), closed)
+        .serve_with_ct((sink, stream), gone)
         .await
         .context("MCP session over stdio did not start")?;
     running.waiting().await?;
     Ok(())
+}
+
+/// The requests read and not answered yet: at the end of input they are waited for.
+#[derive(Default)]
+struct Unanswered {
+    ids: std::sync::Mutex<HashSet<RequestId>>,
+    changed: Notify,
+}
+
+impl Unanswered {
+    fn asked(&self, id: RequestId) {
+        self.ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+    }
+
+    /// A reply went out for `id` (or the client cancelled it, and none will).
+    fn answered(&self, id: &RequestId) {
+        let removed = self
+            .ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if removed {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Waits until every request read has its reply.
+    async fn all_answered(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let left = self.ids.lock().unwrap_or_else(|e| e.into_inner()).len();
+            if left == 0 {
+                return;
+            }
+            tracing::debug!(left, "input ended: answering the requests read");
+            changed.await;
+        }
+    }
+}
+
+/// The request a message answers, if it is a reply.
+fn reply_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Response(r) => Some(&r.id),
+        JsonRpcMessage::Error(e) => e.id.as_ref(),
+        _ => None,
+    }
 }
 
 /// Writes `line` and a newline, whole, and flushes.
@@ -77,14 +195,16 @@ async fn write_line<W: AsyncWrite + Unpin>(out: &Mutex<W>, line: &[u8]) -> std::
 }
 
 /// Reads `input` line by line, screens and parses each, and hands the messages on;
-/// refusals are answered on `out`. At the end of input (or a read error) `closed` is
-/// cancelled: the client is gone.
+/// refusals are answered on `out`. At the end of input (or a read error) it waits until
+/// every request read is answered (or the client is `gone`), then ends the messages: the
+/// server then ends too.
 async fn read_messages<R, W>(
     input: R,
     intake: Intake,
     messages: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     out: Out<W>,
-    closed: CancellationToken,
+    unanswered: Arc<Unanswered>,
+    gone: CancellationToken,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -121,6 +241,17 @@ async fn read_messages<R, W>(
             }
             Ok(_parse) => match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(message) {
                 Ok(parsed) => {
+                    match &parsed {
+                        JsonRpcMessage::Request(request) => unanswered.asked(request.id.clone()),
+                        JsonRpcMessage::Notification(n) => {
+                            if let ClientNotification::CancelledNotification(c) = &n.notification {
+                                if let Some(id) = &c.params.request_id {
+                                    unanswered.answered(id);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
                     if messages.send(parsed).await.is_err() {
                         break;
                     }
@@ -145,11 +276,16 @@ async fn read_messages<R, W>(
         if let Some(reply) = reply {
             let reply = serde_json::to_vec(&reply).expect("errors serialize");
             if write_line(&out, &reply).await.is_err() {
+                gone.cancel();
                 break;
             }
         }
     }
-    closed.cancel();
+    tokio::select! {
+        _ = unanswered.all_answered() => {}
+        _ = gone.cancelled() => {}
+    }
+    drop(messages);
 }
 
 /// One line of input, without its newline.
@@ -246,18 +382,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn refusals_are_answered_and_the_end_of_input_closes() {
+    async fn refusals_are_answered_and_the_end_of_input_waits_for_the_answers() {
         let (mut client, server_side) = tokio::io::duplex(1 << 20);
         let (mut from_server, to_client) = tokio::io::duplex(1 << 20);
         let intake = Intake::new(crate::service::MemoryBudget::new(1 << 30));
         let (messages, mut received) = mpsc::channel(4);
-        let closed = CancellationToken::new();
+        let unanswered = Arc::new(Unanswered::default());
         let reader = tokio::spawn(read_messages(
             server_side,
             intake,
             messages,
             Arc::new(Mutex::new(to_client)),
-            closed.clone(),
+            unanswered.clone(),
+            CancellationToken::new(),
         ));
         let deep = format!(
             r#"{{"jsonrpc":"2.0","id":3,"method":"x","params":{}}}"#,
@@ -273,8 +410,12 @@ mod tests {
         drop(client);
         let ping = received.recv().await.expect("the ping is handed on");
         assert!(serde_json::to_string(&ping).unwrap().contains("\"ping\""));
+        // The input ended, but the ping is not answered yet: the messages go on.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!reader.is_finished(), "ended before the ping was answered");
+        unanswered.answered(&RequestId::Number(4));
         reader.await.unwrap();
-        assert!(closed.is_cancelled());
+        assert!(received.recv().await.is_none(), "then the messages end");
         let mut answered = String::new();
         from_server.read_to_string(&mut answered).await.unwrap();
         let answers: Vec<serde_json::Value> = answered
