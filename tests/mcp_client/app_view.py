@@ -70,6 +70,9 @@ CASES = {
         "line = 'x' * 99 + '\\n'\n"
         "for i in range(50000):\n"
         "    sys.stdout.write(f'{i:07d} ' + line)\n")},
+    "wide": {"runtime": "python", "code": (
+        "line = '" + "wide " * 80 + "'\n"
+        "print(len(line), line * 2)\n")},
     "hostile": {"runtime": "python", "code": (
         "print('<script>alert(1)</script>')\n"
         f"open({HOSTILE_NAME!r}, 'w').write('<img src=x onerror=alert(2)>')\n"
@@ -354,7 +357,8 @@ def check_case(browser, base, name, result):
             page.js("document.getElementById('app').contentDocument.getElementById('again').click()")
             page.wait(f"{REPORT}.calls.length === 1 && {REPORT}.status === 'completed'",
                       "run again answered")
-            # Edit and run.
+            # Edit and run: a shorter result, and the frame shrinks to it.
+            taller = page.js("document.getElementById('app').offsetHeight")
             page.js("""(() => { const d = document.getElementById('app').contentDocument;
                 d.getElementById('edit').click();
                 d.getElementById('editor-text').value = "print('edited in the app')";
@@ -365,6 +369,21 @@ def check_case(browser, base, name, result):
             edited = page.js(REPORT)
             assert "edited in the app" in edited["code"], edited["code"]
             assert edited["tables"] == [], "the edited run wrote no table"
+            page.wait("""(() => { const f = document.getElementById('app');
+                const body = f.contentDocument.body.getBoundingClientRect().height;
+                return Math.abs(parseFloat(f.style.height) - 2 - Math.ceil(body)) <= 1; })()""",
+                      "the frame fits the shorter result")
+            shorter = page.js("document.getElementById('app').offsetHeight")
+            assert shorter < taller - 100, f"the frame did not shrink: {taller} px, then {shorter} px"
+        elif name == "wide":
+            # Wide lines scroll in their own boxes; the page itself is never wider than
+            # its frame (nothing cut off at the frame's edge).
+            fits = page.js("""(() => { const d = document.getElementById('app').contentDocument;
+                const code = d.getElementById('code'), out = d.querySelector('pre.stream');
+                return [code.scrollWidth > code.clientWidth, out.scrollWidth > out.clientWidth,
+                        getComputedStyle(code).overflowX, getComputedStyle(out).overflowX,
+                        d.documentElement.scrollWidth <= d.documentElement.clientWidth]; })()""")
+            assert fits == [True, True, "auto", "auto", True], fits
         elif name == "error":
             assert report["status"] == "completed" and "exit code 1" in report["facts"], report
             stderr = [s for s in report["streams"] if s["name"] == "stderr"][0]

@@ -10,7 +10,7 @@ the choices), leaving `_` as it was; in `repl ruby` Tab completes a word typed b
 `repl sqlite` a statement split over lines runs at its `;` and `.headers on` carries
 over; file names a program chose are shown escaped; in python a decorator line waits for
 its `def`, and an open triple-quoted string goes on over an empty line and runs as it
-closes.
+closes; lines typed while a block runs are kept and run after it.
 """
 
 import os
@@ -243,6 +243,22 @@ def python_blocks():
     assert t.leave() == 0, t.text()
 
 
+def type_ahead():
+    """Lines typed while a block runs are kept and run after it, in order, as in python3's
+    own REPL: nothing typed ahead is dropped (3 times, as it was dropped 3 of 3 times)."""
+    t = Terminal("python")
+    t.prompt()
+    for n in range(3):
+        t.send(f"import time; time.sleep(1.5); z{n} = {n + 1}\r")
+        time.sleep(0.3)  # typed while the block sleeps
+        t.send(f"print('z{n} is', z{n})\r")
+        t.send(f"print('twice', z{n} * 2)\r")
+        t.expect(f"z{n} is {n + 1}\n")
+        t.expect(f"twice {(n + 1) * 2}\n")
+    assert "NameError" not in t.text(), t.text()
+    assert t.leave() == 0, t.text()
+
+
 def hostile_file_names():
     """A program names its files: the REPL shows them escaped, so a name can neither
     retitle the window (OSC), clear the screen (CSI) nor forge a line."""
@@ -285,6 +301,7 @@ python()
 tab()
 tab_typed_words()
 python_blocks()
+type_ahead()
 hostile_file_names()
 sqlite()
 print("repl in a terminal: ok")
