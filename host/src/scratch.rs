@@ -11,6 +11,9 @@ use std::fs::{self, File};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::budget::volume::ScratchVolume;
 
 /// Name of the lock file inside each process's directory.
 const LOCK_FILE: &str = ".lock";
@@ -32,6 +35,8 @@ pub struct ScratchError {
 pub struct ScratchRoot {
     dir: PathBuf,
     _lock: File,
+    /// The filesystem it is on, which every run shares.
+    volume: Arc<ScratchVolume>,
 }
 
 impl ScratchRoot {
@@ -71,13 +76,23 @@ impl ScratchRoot {
             .to_string();
         let dir = base.join(format!("{PROCESS_DIR_PREFIX}{unique}"));
         fs::rename(&staging, &dir).map_err(err(&dir))?;
-        let root = ScratchRoot { dir, _lock: lock };
+        let volume = Arc::new(ScratchVolume::at(&dir));
+        let root = ScratchRoot {
+            dir,
+            _lock: lock,
+            volume,
+        };
         let empty = root.empty_dir();
         fs::DirBuilder::new()
             .mode(0o500)
             .create(&empty)
             .map_err(err(&empty))?;
         Ok(root)
+    }
+
+    /// The filesystem the scratch directories are on.
+    pub fn volume(&self) -> &Arc<ScratchVolume> {
+        &self.volume
     }
 
     pub fn path(&self) -> &Path {

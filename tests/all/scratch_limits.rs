@@ -2,11 +2,14 @@
 //! programs that fill the disk get ENOSPC quickly, the host keeps nothing of the run,
 //! and normal file use still works, including space coming back when files go away.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{LimitSettings, RunRequest, Runbox, RunboxOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::common;
 use crate::common::{run, run_with, runbox, ATTACKED_RUNTIMES};
 
 /// The runtimes whose scratch limits are attacked: all attacked runtimes but `prolog`
@@ -15,8 +18,6 @@ use crate::common::{run, run_with, runbox, ATTACKED_RUNTIMES};
 fn runtimes() -> impl Iterator<Item = &'static str> {
     ATTACKED_RUNTIMES.iter().copied().filter(|r| *r != "prolog")
 }
-use runbox::outcome::{RunOutcome, RunStatus};
-use runbox::service::{LimitSettings, Runbox, RunboxOptions};
 
 /// What each runtime's C library says for ENOSPC.
 const NO_SPACE: &str = "No space left on device";
@@ -748,4 +749,126 @@ async fn removing_or_renaming_over_symlinks_and_directories_gives_their_bytes_ba
         (most_links - 4..=most_links).contains(n),
         "{n} links: {out:?}"
     );
+}
+
+/// A tmpfs of `mib` MiB mounted on a new directory, unmounted when dropped (the tests run
+/// as root here, as in CI; a machine where they cannot mount fails this test, saying so).
+struct SmallVolume {
+    dir: tempfile::TempDir,
+}
+
+impl SmallVolume {
+    fn mount(mib: u64) -> SmallVolume {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "this test mounts a {mib} MiB tmpfs as the scratch volume (it needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        SmallVolume { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SmallVolume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// An operator's small scratch volume (a 64 MiB tmpfs, far below each run's 256 MiB
+/// cap): a session filling it is stopped short of the room kept for new runs, which
+/// still start, python and C alike; and when something else fills the volume, a new
+/// run is refused in plain words that name the full disk, not crashed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_scratch_volume_is_said_and_one_session_cannot_starve_the_others() {
+    let volume = SmallVolume::mount(64);
+    let rb = common::own_runbox(RunboxOptions {
+        scratch_dir: Some(volume.path().to_path_buf()),
+        only: vec!["python".into(), "clang".into()],
+        ..common::options()
+    })
+    .await;
+    let session = rb.create_session("python").await.expect("a session");
+    let fill = "n = 0\n\
+                try:\n\
+                \x20   with open('fill.bin', 'wb') as f:\n\
+                \x20       for _ in range(64):\n\
+                \x20           f.write(b'x' * (1 << 20))\n\
+                \x20           f.flush()\n\
+                \x20           n += 1\n\
+                except OSError as e:\n\
+                \x20   print('stopped after', n, 'MiB:', e.strerror)\n";
+    let out = rb
+        .run(
+            RunRequest {
+                code: fill.into(),
+                session_id: Some(session.session_id.clone()),
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("the session's call");
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let said = out.stdout().into_owned();
+    let n: u64 = said
+        .strip_prefix("stopped after ")
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the session was not stopped: {said:?}"));
+    assert!(said.ends_with(&format!("{NO_SPACE}\n")), "{said:?}");
+    assert!((32..=48).contains(&n), "stopped after {n} MiB: {said:?}");
+    // The session holds its file; new runs still start and write.
+    for (runtime, code, stdout) in [
+        (
+            "python",
+            "open('a.txt', 'w').write('a' * 100000)\nprint('python ok')",
+            "python ok\n",
+        ),
+        (
+            "clang",
+            "#include <stdio.h>\nint main(void) { puts(\"c ok\"); return 0; }\n",
+            "c ok\n",
+        ),
+    ] {
+        let out = common::run_on(&rb, runtime, code, Duration::from_secs(60))
+            .await
+            .expect(runtime);
+        assert_eq!(
+            (out.status, out.stdout().into_owned()),
+            (RunStatus::Completed, stdout.to_string()),
+            "{runtime}: {out:?}"
+        );
+    }
+    // Something else takes the rest of the volume: a new run is refused, saying why.
+    let hog = volume.path().join("hog.bin");
+    let mut file = std::fs::File::create(&hog).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    while std::io::Write::write_all(&mut file, &chunk).is_ok() {}
+    drop(file);
+    let refused = common::run_on(&rb, "python", "print(1)", Duration::from_secs(30))
+        .await
+        .expect_err("no room to start");
+    let message = refused.to_string();
+    assert!(
+        message.contains("scratch disk is full") && message.contains("close_session"),
+        "{message}"
+    );
+    std::fs::remove_file(&hog).unwrap();
+    let out = common::run_on(&rb, "python", "print(1)", Duration::from_secs(30))
+        .await
+        .expect("room again");
+    assert_eq!(out.stdout(), "1\n");
+    rb.close_session(&session.session_id).unwrap();
 }

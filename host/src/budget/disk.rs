@@ -43,6 +43,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use super::volume::ScratchVolume;
+
 /// Bytes (file data, symlink targets, directories) one run may hold in its scratch
 /// directory, by default.
 pub const DEFAULT_SCRATCH_BYTES: u64 = 256 << 20;
@@ -128,6 +130,10 @@ struct Budget {
     entry_cap: u64,
     entries: AtomicU64,
     refused: AtomicBool,
+    /// The volume the scratch directory is on, which every run shares.
+    volume: Option<Arc<ScratchVolume>>,
+    /// A refusal was the volume's (nearly full), not the cap's.
+    volume_refused: AtomicBool,
     ledger: Mutex<Ledger>,
 }
 
@@ -137,13 +143,46 @@ pub struct DiskBudget(Arc<Budget>);
 
 impl DiskBudget {
     pub fn new(byte_cap: u64, entry_cap: u64) -> DiskBudget {
+        DiskBudget::on_volume(byte_cap, entry_cap, None)
+    }
+
+    /// A budget whose growth also leaves `volume` the room other runs need to start
+    /// (see `volume.rs`).
+    pub fn on_volume(
+        byte_cap: u64,
+        entry_cap: u64,
+        volume: Option<Arc<ScratchVolume>>,
+    ) -> DiskBudget {
         DiskBudget(Arc::new(Budget {
             byte_cap,
             entry_cap,
             entries: AtomicU64::new(0),
             refused: AtomicBool::new(false),
+            volume,
+            volume_refused: AtomicBool::new(false),
             ledger: Mutex::new(Ledger::default()),
         }))
+    }
+
+    /// Whether the run, holding `held` bytes, may take `more`: within its cap, and as
+    /// the volume allows.
+    fn fits(&self, held: u64, more: u64) -> Option<u64> {
+        let after = held.checked_add(more).filter(|n| *n <= self.0.byte_cap)?;
+        if more > 0 {
+            if let Some(volume) = &self.0.volume {
+                if !volume.allows(held, more) {
+                    self.0.volume_refused.store(true, Ordering::SeqCst);
+                    return None;
+                }
+            }
+        }
+        Some(after)
+    }
+
+    /// Whether a refusal during the run was the volume's: the server's scratch disk,
+    /// shared by every run, was (nearly) full.
+    pub fn volume_was_full(&self) -> bool {
+        self.0.volume_refused.load(Ordering::SeqCst)
     }
 
     pub fn byte_cap(&self) -> u64 {
@@ -174,6 +213,7 @@ impl DiskBudget {
     /// the bytes and entries it holds stay charged.
     pub fn begin_call(&self) {
         self.0.refused.store(false, Ordering::SeqCst);
+        self.0.volume_refused.store(false, Ordering::SeqCst);
     }
 
     /// Takes one entry for a name about to be created.
@@ -237,8 +277,8 @@ impl DiskBudget {
     /// the object now exists.
     pub fn charge_object(&self, bytes: u64) -> Result<ObjectCharge, DiskFull> {
         let mut ledger = self.ledger();
-        match ledger.used.checked_add(bytes) {
-            Some(used) if used <= self.0.byte_cap => {
+        match self.fits(ledger.used, bytes) {
+            Some(used) => {
                 ledger.used = used;
                 Ok(ObjectCharge {
                     budget: self.clone(),
@@ -323,8 +363,8 @@ impl DiskBudget {
         });
         let before = entry.high;
         let cost = end.saturating_sub(before);
-        match ledger.used.checked_add(cost) {
-            Some(used) if used <= self.0.byte_cap => {
+        match self.fits(ledger.used, cost) {
+            Some(used) => {
                 ledger.used = used;
                 entry.paid += cost;
                 entry.high = before.max(end);

@@ -161,12 +161,18 @@ fn classify_trap(
     );
     let server_note =
         "memory limit reached: the server's memory budget for all runs is in use".to_string();
-    let disk_note = format!(
-        "disk limit reached: the run may keep at most {} MiB in at most {} files and \
-         directories in its scratch directory",
-        run.disk.byte_cap() >> 20,
-        run.disk.entry_cap()
-    );
+    let disk_note = if run.disk.volume_was_full() {
+        "the server's scratch disk was nearly full: what other runs and sessions hold left \
+         this run no room to write more"
+            .to_string()
+    } else {
+        format!(
+            "disk limit reached: the run may keep at most {} MiB in at most {} files and \
+             directories in its scratch directory",
+            run.disk.byte_cap() >> 20,
+            run.disk.entry_cap()
+        )
+    };
     // A refused allocation explains the abort or the bad access it leads to. A full
     // disk never explains a trap: programs see it as an error (ENOSPC) from the write.
     let after_memory_refusal = matches!(

@@ -62,7 +62,7 @@ impl RuntimeCommands {
             plugin.settings.clone(),
             plugin.mounts.clone(),
         );
-        let byproducts = Byproducts::before(&caller.scratch, &plugin.spec.own_files);
+        let byproducts = Byproducts::before(&caller.scratch, &plugin.spec.command_own_files());
         let work = async {
             let mut instance = PluginInstance::new(&plugin, &child).await?;
             Ok(instance
@@ -94,9 +94,10 @@ impl CommandHost for RuntimeCommands {
     }
 }
 
-/// The runtime's own files (its `own-files`: preludes, a driver's files) that a command
-/// run would leave in the caller's scratch directory: those that were not there before
-/// are removed after it, so the caller's files are only what the command's program made.
+/// The runtime's own files when run as a command (its `command-own-files`: preludes, a
+/// driver's files) that it would leave in the caller's scratch directory: those that were
+/// not there before are removed after it, so the caller's files are only what the
+/// command's program made (`cc -c main.c` leaves the user's `main.o`).
 struct Byproducts {
     /// Own files that did not exist before the command.
     new: Vec<PathBuf>,

@@ -44,6 +44,10 @@ use instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
 use prestart::{Prestarts, Warm};
 use tokio::sync::OwnedSemaphorePermit;
 
+/// Room a run needs on the scratch volume besides its program and input files: what a
+/// runtime writes to start (a prelude, a driver's files).
+const RUN_START_ROOM: u64 = 256 << 10;
+
 /// What every sandbox is made from, and what every call goes through.
 pub struct Runner {
     pub engine: SandboxEngine,
@@ -81,7 +85,11 @@ impl Runner {
             mounts: plugin.mounts.clone(),
             output_bytes: self.limits.output_bytes,
             memory: MemoryBudget::with_parent(memory_bytes, Some(self.admission.memory().clone())),
-            disk: DiskBudget::new(self.limits.scratch_bytes, self.limits.scratch_files),
+            disk: DiskBudget::on_volume(
+                self.limits.scratch_bytes,
+                self.limits.scratch_files,
+                Some(self.scratch.volume().clone()),
+            ),
             resources_per_store: self.resources_per_store,
             journal,
             tool_calls: self.gateway.clone().map(crate::upstream::ToolCalls::new),
@@ -137,6 +145,13 @@ impl Runner {
     pub fn admit(&self, spec: &PluginSpec, request: RunRequest) -> Result<Admitted, RunError> {
         let own = OwnFiles::new(spec.own_files.iter().cloned());
         let payload = request.payload_bytes();
+        // What the run writes to start (its program, its input files) must find room on
+        // the volume every run shares: else it is refused now, saying so, rather than
+        // crashing as its program cannot be written.
+        self.scratch
+            .volume()
+            .check_room((payload as u64).saturating_add(RUN_START_ROOM))
+            .map_err(RunError::NoRoom)?;
         let inputs = files::check_inputs(request.files, &own)?;
         let collect = Collect {
             inputs: inputs.iter().map(InputFile::digest).collect(),

@@ -86,6 +86,9 @@ pub enum RunError {
     /// An input file breaks a rule (its path, its encoding, a cap).
     #[error(transparent)]
     Files(#[from] FileError),
+    /// The scratch volume has not the room the run needs to start.
+    #[error(transparent)]
+    NoRoom(#[from] crate::budget::volume::NoRoom),
     /// The session was stored (it hibernated) while the call waited for it: the caller
     /// looks it up again and runs the call there.
     #[error("the session was stored while the call waited; call again")]
