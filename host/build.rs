@@ -154,8 +154,10 @@ fn ensure_target_installed() {
         return;
     }
 
-    println!(
-        "cargo:warning=the Rust target {TARGET} (needed for runbox's built-in adapters) is not installed; running `rustup target add {TARGET}`"
+    // On stderr, not as a cargo warning: cargo repeats a build script's warnings at every
+    // later build, when the target is long installed.
+    eprintln!(
+        "the Rust target {TARGET} (needed for runbox's built-in adapters) is not installed; running `rustup target add {TARGET}`"
     );
     let status = Command::new("rustup")
         .args(["target", "add", TARGET])

@@ -48,6 +48,12 @@ fn sessions_keep_calling_across_upstream_changes() {
     code_mode("live", "auto");
 }
 
+/// The same over streamable HTTP, with the handshake-era client.
+#[test]
+fn sessions_keep_calling_across_upstream_changes_over_http() {
+    code_mode("live_http", "legacy");
+}
+
 /// A server that cannot start, tried again and again, changes nothing for the others.
 #[test]
 fn a_failing_server_leaves_the_sessions_of_others_alone() {

@@ -177,6 +177,57 @@ fn npx_starts_runbox_mcp_for_an_mcp_client() {
     );
 }
 
+/// The blocks of docs/clients.md's "Without Rust: npx or uvx": the command and arguments
+/// of the one whose command is `command`.
+fn docs_block(command: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(repo().join("docs/clients.md")).unwrap();
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("Without Rust: npx or uvx\n"))
+        .expect("docs/clients.md has ## Without Rust: npx or uvx");
+    let blocks: Vec<serde_json::Value> = section
+        .split("```json\n")
+        .skip(1)
+        .map(|rest| serde_json::from_str(&rest[..rest.find("```").unwrap()]).unwrap())
+        .collect();
+    let server = blocks
+        .iter()
+        .map(|b| &b["mcpServers"]["runbox"])
+        .find(|s| s["command"] == command)
+        .unwrap_or_else(|| panic!("no {command} block in docs/clients.md: {blocks:?}"));
+    let mut line = vec![command.to_string()];
+    line.extend(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string()),
+    );
+    line
+}
+
+/// docs/clients.md's npx block, exactly as a user copies it, run where the packages this
+/// repository built are installed (npx takes a project's own before the registry's).
+#[test]
+fn the_docs_npx_block_starts_runbox_for_an_mcp_client() {
+    let (launcher, platform) = npm_packages();
+    let npm = NpmEnv::new();
+    let script = npm.install(&[&launcher, &platform]);
+    let project = script
+        .ancestors()
+        .nth(4)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let line = docs_block("npx");
+    let mut args = vec!["hello from the docs' npx block"];
+    args.extend(line.iter().map(String::as_str));
+    let mut env: Vec<(&str, &str)> = npm.vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("RUNBOX_TEST_SERVER_CWD", &project));
+    crate::mcp::scenario_with_env("installed.py", &args, "legacy", &env);
+}
+
 /// Without its platform's package (npm could not fetch the optional dependency, here
 /// offline; or it was left out), the launcher fails and says which platform it needs.
 #[test]
@@ -392,6 +443,39 @@ fn the_wheel_installs_with_pip_and_serves_mcp() {
     );
     eprintln!(
         "wheel: venv, pip install and first call in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+
+    // docs/clients.md's uvx block, exactly as a user copies it, offline, with the wheel
+    // found beside the tests (uvx is in the scenarios' venv: requirements.txt).
+    let start = Instant::now();
+    let line = docs_block("uvx");
+    let mut args = vec!["hello from the docs' uvx block"];
+    args.extend(line.iter().map(String::as_str));
+    let uv = dir.path().join("uv");
+    let links = wheel.parent().unwrap().to_str().unwrap().to_string();
+    let path = std::env::join_paths(std::iter::once(crate::mcp::sdk_bin()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let env = [
+        ("PATH", path.to_str().unwrap().to_string()),
+        ("UV_OFFLINE", "1".to_string()),
+        ("UV_FIND_LINKS", links),
+        (
+            "UV_CACHE_DIR",
+            uv.join("cache").to_str().unwrap().to_string(),
+        ),
+        (
+            "UV_TOOL_DIR",
+            uv.join("tools").to_str().unwrap().to_string(),
+        ),
+        ("UV_PYTHON_DOWNLOADS", "never".to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    crate::mcp::scenario_with_env("installed.py", &args, "legacy", &env);
+    eprintln!(
+        "uvx: installed, started and first call in {:.1} s",
         start.elapsed().as_secs_f64()
     );
 }

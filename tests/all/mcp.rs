@@ -99,6 +99,11 @@ fn sdk_python() -> PathBuf {
         .clone()
 }
 
+/// The scenarios' venv's `bin` (its `uvx`, the PyPI upstream servers).
+pub(crate) fn sdk_bin() -> PathBuf {
+    sdk_python().parent().unwrap().to_path_buf()
+}
+
 /// A directory with [`MCP_TS_SDK`], [`MCP_INSPECTOR`] and [`AJV`] in its `node_modules`, installed once with npm and
 /// reused, like the Python venv.
 fn sdk_node_prefix() -> PathBuf {

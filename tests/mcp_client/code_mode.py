@@ -9,8 +9,9 @@ Usage: code_mode.py SCENARIO.
   start give clear errors; runbox also serves them over HTTP.
 - limits: the 101st call, a slow tool past the run's deadline, a crash mid-call, a 50 MB
   answer and a changed tool list, each leaving the server healthy.
-- live: sessions of python, javascript and the shell made before their upstream went
-  down, came back and changed its tool list keep calling, and see the new tool.
+- live, live_http: sessions of python, javascript and the shell made before their
+  upstream went down, came back and changed its tool list keep calling, and see the new
+  tool (over stdio; over HTTP).
 - failing_neighbour: beside a server that cannot start (tried again and again), a python
   session calls tools for 16 s, and /tools stays the same files.
 - oversize: an answer past the cap (a 5 MiB file through server-filesystem, 50 MB from
@@ -343,32 +344,44 @@ console.log((await failing.ok({ x: 2 })).double, await failing.added());
 
 async def live():
     async with stdio_session("--tools-config", config()) as s:
-        py, js, sh = [await new_session(s, r) for r in ("python", "javascript", "shell")]
-        completed(await run_code_in(s, py, "import tools\nfailing = tools.failing\nprint(failing.ok(x=1)['double'])"), "2\n")
-        completed(await run_code_in(s, js, JS_OK % 1), "2\n")
-        completed(await run_code_in(s, sh, "tool failing ok --x 1 | jq .double"), "2\n")
-        before = completed(await run_code_in(s, py, "import os\nprint(os.stat('/tools/tools.json').st_ino)"))
+        await sessions_across_changes(s)
 
-        # Three changes of what programs are told: the server goes down, comes back, and
-        # its tool list grows. (Each used to replace /tools, and a sandbox kept the one
-        # it began with: after two, every call of theirs failed.)
-        out = completed(await run(s, "python", "import tools\ntry:\n    tools.failing.crash()\nexcept tools.ToolError as e:\n    print(e.kind)"))
-        assert out["stdout"] == "unavailable\n", out
-        await back_up(s)
-        completed(await run(s, "python", "import tools\nprint(tools.failing.grow())"), "grown\n")
-        await listed(s, "failing", "added(")
 
-        # Each session still calls, and sees the tool added since it began.
-        completed(await run_code_in(
-            s, py, "print(failing.ok(x=2)['double'], failing.added(), 'added' in dir(failing), 'added' in dir(tools.failing))"),
-            "4 added True True\n")
-        completed(await run_code_in(s, js, JS_ADDED), "4 added\n")
-        completed(await run_code_in(s, sh, "tool failing ok --x 2 | jq .double; tool failing added | jq -r ."),
-                  "4\nadded\n")
-        after = completed(await run_code_in(s, py, "print(os.stat('/tools/tools.json').st_ino)"))
-        assert after["stdout"] != before["stdout"], "tools.json was replaced by a new one"
-        completed(await run(s, "python", "import tools\nprint(tools.failing.added())"), "added\n")
-        completed(await run(s, "ruby", RUBY_DEVICE), "Echo: from ruby\n")
+async def live_http():
+    with HttpServer("--tools-config", config()) as http:
+        async with http_session(http.url) as s:
+            await sessions_across_changes(s)
+
+
+async def sessions_across_changes(s):
+    """Sessions of python, javascript and the shell keep calling across three upstream
+    changes, and see the tool added."""
+    py, js, sh = [await new_session(s, r) for r in ("python", "javascript", "shell")]
+    completed(await run_code_in(s, py, "import tools\nfailing = tools.failing\nprint(failing.ok(x=1)['double'])"), "2\n")
+    completed(await run_code_in(s, js, JS_OK % 1), "2\n")
+    completed(await run_code_in(s, sh, "tool failing ok --x 1 | jq .double"), "2\n")
+    before = completed(await run_code_in(s, py, "import os\nprint(os.stat('/tools/tools.json').st_ino)"))
+
+    # Three changes of what programs are told: the server goes down, comes back, and
+    # its tool list grows. (Each used to replace /tools, and a sandbox kept the one
+    # it began with: after two, every call of theirs failed.)
+    out = completed(await run(s, "python", "import tools\ntry:\n    tools.failing.crash()\nexcept tools.ToolError as e:\n    print(e.kind)"))
+    assert out["stdout"] == "unavailable\n", out
+    await back_up(s)
+    completed(await run(s, "python", "import tools\nprint(tools.failing.grow())"), "grown\n")
+    await listed(s, "failing", "added(")
+
+    # Each session still calls, and sees the tool added since it began.
+    completed(await run_code_in(
+        s, py, "print(failing.ok(x=2)['double'], failing.added(), 'added' in dir(failing), 'added' in dir(tools.failing))"),
+        "4 added True True\n")
+    completed(await run_code_in(s, js, JS_ADDED), "4 added\n")
+    completed(await run_code_in(s, sh, "tool failing ok --x 2 | jq .double; tool failing added | jq -r ."),
+              "4\nadded\n")
+    after = completed(await run_code_in(s, py, "print(os.stat('/tools/tools.json').st_ino)"))
+    assert after["stdout"] != before["stdout"], "tools.json was replaced by a new one"
+    completed(await run(s, "python", "import tools\nprint(tools.failing.added())"), "added\n")
+    completed(await run(s, "ruby", RUBY_DEVICE), "Echo: from ruby\n")
 
 
 async def failing_neighbour():
@@ -640,7 +653,8 @@ async def run_code_in(session, sid, code):
 
 calls.deadline = 300
 limits.deadline = 300
-main({"calls": calls, "limits": limits, "live": live, "failing_neighbour": failing_neighbour,
+main({"calls": calls, "limits": limits, "live": live, "live_http": live_http,
+      "failing_neighbour": failing_neighbour,
       "oversize": oversize, "oversize_http": oversize_http, "device_budget": device_budget,
       "answers": answers, "http_upstream": http_upstream, "durable": durable},
      label="code_mode ")

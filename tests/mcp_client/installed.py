@@ -2,9 +2,10 @@
 an MCP client starts a server, with the MCP Python SDK's stdio client; one python run.
 Usage: installed.py EXPECTED COMMAND [ARG…]
 
-The server gets HOME, RUNBOX_CACHE_DIR and every npm_config_* variable of this process (the
-SDK passes on only PATH and a few more by itself). Prints how long the start (initialize)
-and the first call took.
+The server gets HOME, RUNBOX_CACHE_DIR and every npm_config_* and UV_* variable of this
+process (the SDK passes on only PATH and a few more by itself), and starts in
+RUNBOX_TEST_SERVER_CWD when it is set. Prints how long the start (initialize) and the first
+call took.
 """
 
 import os
@@ -17,8 +18,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 async def main(expected, command, args):
     env = {k: v for k, v in os.environ.items()
-           if k.startswith("npm_config_") or k in ("HOME", "RUNBOX_CACHE_DIR")}
-    params = StdioServerParameters(command=command, args=args, env=env)
+           if k.startswith(("npm_config_", "UV_")) or k in ("HOME", "RUNBOX_CACHE_DIR")}
+    params = StdioServerParameters(command=command, args=args, env=env,
+                                   cwd=os.environ.get("RUNBOX_TEST_SERVER_CWD"))
     start = time.monotonic()
     with anyio.fail_after(240):
         async with stdio_client(params) as (read, write):

@@ -174,8 +174,15 @@ impl PluginSlot {
                 step.trim_end_matches(['…', ' ', '.']),
                 since.elapsed().as_secs_f64()
             ),
+            // Its place in the queue is the preparer's to decide, as calls come: only what
+            // holds for sure is said.
+            None if self.is_demanded() => format!(
+                "waiting for its turn behind the runtimes being prepared (for {:.0} s; a call \
+                 asked for it, so it goes before those no call asked for)",
+                self.queued_at.elapsed().as_secs_f64()
+            ),
             None => format!(
-                "waiting for its turn behind the runtimes being prepared (for {:.0} s; it goes next)",
+                "waiting for its turn behind the runtimes being prepared (for {:.0} s)",
                 self.queued_at.elapsed().as_secs_f64()
             ),
         }
@@ -659,5 +666,47 @@ mod tests {
         assert_eq!(pick(&slots, &q), None);
         q.running.clear();
         assert_eq!(name(&slots, pick(&slots, &q).unwrap()), "clangpp");
+    }
+
+    /// On demand (`runbox run`), nothing starts until a call asks, then only what it asked.
+    #[test]
+    fn on_demand_only_what_calls_asked_for_is_prepared() {
+        let slots = slots();
+        let index = |n: &str| slots.iter().position(|s| s.spec.name == n).unwrap();
+        let mut q = Queue {
+            started: vec![false; slots.len()],
+            ..Queue::default()
+        };
+        assert_eq!(pick_demanded(&slots, &q), None);
+        for name in ["shell", "python"] {
+            slots[index(name)]
+                .demanded
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let first = pick_demanded(&slots, &q).unwrap();
+        assert_eq!(name(&slots, first), "shell", "the quicker first");
+        q.started[first] = true;
+        let second = pick_demanded(&slots, &q).unwrap();
+        assert_eq!(name(&slots, second), "python");
+        q.started[second] = true;
+        assert_eq!(pick_demanded(&slots, &q), None, "nothing no call asked for");
+    }
+
+    /// A runtime waiting for its turn is never told it "goes next" (five at once were):
+    /// only what holds for sure is said.
+    #[test]
+    fn a_waiting_runtime_is_told_only_what_holds() {
+        let slots = slots();
+        let text = slots[0].doing_now();
+        assert!(
+            text.starts_with("waiting for its turn behind the runtimes being prepared (for "),
+            "{text}"
+        );
+        assert!(!text.contains("next"), "{text}");
+        slots[1]
+            .demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let asked = slots[1].doing_now();
+        assert!(asked.contains("a call asked for it"), "{asked}");
     }
 }

@@ -617,7 +617,9 @@ pub fn tools_description(catalog: &crate::service::Catalog) -> String {
     }
     format!(
         "\n\nPrograms may call these tools (list_runtimes has the current list; /tools/README.md \
-         in the sandbox has it all, /tools/tools.json the schemas):\n{}\n\
+         in the sandbox has it all, /tools/tools.json the schemas); after `->`, what a call \
+         returns: `text` is a string, anything else that structure (a dict in python, an \
+         object in javascript):\n{}\n\
          python: `import tools; tools.SERVER.TOOL(arg=value)`; javascript/typescript: \
          `import {{ SERVER }} from \"runbox:tools\"; await SERVER.TOOL({{arg: value}})`; shell: \
          `tool SERVER TOOL --arg value` (JSON out); any runtime: /tools/call (see the README).",
@@ -655,7 +657,7 @@ mod tools_description_tests {
             }],
         };
         let d = tools_description(&catalog);
-        assert!(d.contains("- big.tool39(): "), "{d}");
+        assert!(d.contains("- big.tool39() -> text: "), "{d}");
         assert!(!d.contains("tool40("), "{d}");
         assert!(d.contains("… and 60 more"), "{d}");
     }
