@@ -17,7 +17,9 @@
 //! - [`scale_out`]: replicas behind HAProxy, through real MCP clients.
 //! - [`durable`]: sessions kept in a session store across restarts and replicas.
 //! - [`packages`]: pure-Python packages an operator adds to python.
-//! - [`languages`]: `typescript`, `shell` and `prolog`, as issue 23 states them.
+//! - [`languages`]: `typescript`, `shell` and `prolog`.
+//! - [`runtime_files`]: the programs shipped with the runtimes (`runtimes/NAME/`) pass
+//!   their languages' checks; the sqlite shell's unit tests.
 //! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
 //! - [`shell_hub`]: the other runtimes as commands of `shell`, in pipes and on its files.
 //! - [`app`]: the result app (an MCP App) in headless Chromium, fed real results.
@@ -45,6 +47,7 @@ mod languages;
 mod layers;
 mod mcp;
 mod packages;
+mod runtime_files;
 mod runtimes;
 mod scale_out;
 mod scratch_limits;

@@ -4,8 +4,11 @@
 //! The default list is compiled into the binary; `--plugins FILE` or `RUNBOX_PLUGINS`
 //! replaces it. Every error names the file, the entry and the field.
 
+mod include;
 mod schema;
 mod validate;
+
+pub use include::{Files, IncludeError};
 
 pub use schema::*;
 
@@ -35,6 +38,8 @@ pub enum ManifestError {
         field: String,
         message: String,
     },
+    #[error("invalid plugins file {file}: {error}")]
+    Include { file: String, error: IncludeError },
     #[error("invalid plugins file {file}: no runtimes are defined (add a [plugins.NAME] table)")]
     Empty { file: String },
     #[error("plugins file {file}: runtime `{runtime}` takes the command `{command}`, which runtime `{taken_by}` already has; choose another name")]
@@ -74,7 +79,12 @@ impl Manifest {
     /// The list compiled into the binary.
     pub fn builtin() -> Result<Manifest, ManifestError> {
         let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Manifest::parse(DEFAULT_MANIFEST, DEFAULT_MANIFEST_NAME, &base)
+        Manifest::parse(
+            DEFAULT_MANIFEST,
+            DEFAULT_MANIFEST_NAME,
+            &base,
+            Files::Builtin,
+        )
     }
 
     /// Reads a plugins file from disk.
@@ -88,7 +98,7 @@ impl Manifest {
             .map(Path::to_path_buf)
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| PathBuf::from("."));
-        Manifest::parse(&text, &path.display().to_string(), &base)
+        Manifest::parse(&text, &path.display().to_string(), &base, Files::Dir(&base))
     }
 
     /// `path` if given, else the built-in list.
@@ -99,11 +109,29 @@ impl Manifest {
         }
     }
 
-    pub fn parse(text: &str, source: &str, base_dir: &Path) -> Result<Manifest, ManifestError> {
-        let file: ManifestFile = toml::from_str(text).map_err(|e| ManifestError::Syntax {
+    /// Reads the plugins file `text` (named `source` in errors), its relative artifact
+    /// paths resolved against `base_dir` and its includes read from `files`.
+    pub fn parse(
+        text: &str,
+        source: &str,
+        base_dir: &Path,
+        files: Files<'_>,
+    ) -> Result<Manifest, ManifestError> {
+        let syntax = |e: toml::de::Error| ManifestError::Syntax {
             file: source.to_string(),
             message: e.to_string().trim_end().to_string(),
-        })?;
+        };
+        let mut table: toml::Table = text.parse().map_err(syntax)?;
+        let included =
+            include::resolve(&mut table, files).map_err(|error| ManifestError::Include {
+                file: source.to_string(),
+                error,
+            })?;
+        // Without includes the text itself is read, for errors that point into it.
+        let file: ManifestFile = match included {
+            0 => toml::from_str(text).map_err(syntax)?,
+            _ => toml::Value::Table(table).try_into().map_err(syntax)?,
+        };
         if file.plugins.is_empty() {
             return Err(ManifestError::Empty {
                 file: source.to_string(),
@@ -197,7 +225,12 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Manifest, ManifestError> {
-        Manifest::parse(text, "test.toml", Path::new("/base"))
+        Manifest::parse(
+            text,
+            "test.toml",
+            Path::new("/base"),
+            Files::Dir(Path::new("/base")),
+        )
     }
 
     #[test]
