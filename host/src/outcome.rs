@@ -61,6 +61,21 @@ pub struct RunOutcome {
     pub held: Held,
     /// What a resumed session lost (see `session/durable.rs`), said once.
     pub notice: Option<String>,
+    /// In a session, what a call that did not complete left of its interpreter; `None`
+    /// for a completed call or one outside a session.
+    pub state_after: Option<StateAfter>,
+}
+
+/// What a session's call that did not complete left of the session's interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateAfter {
+    /// The call never started: the interpreter is as it was.
+    Untouched,
+    /// The interpreter was rebuilt from the calls before it (see `session/durable.rs`):
+    /// `exactly` as it was, or not quite.
+    Rebuilt { exactly: bool },
+    /// The interpreter is gone: the session's next call starts a new one.
+    Lost,
 }
 
 impl RunOutcome {
@@ -126,6 +141,7 @@ mod tests {
             memory_refused: false,
             held: Held::default(),
             notice: None,
+            state_after: None,
         };
         let text = format!("{out:?}");
         assert!(text.len() < 2000, "{}", text.len());

@@ -30,7 +30,7 @@ pub use crate::files::{
 };
 pub use crate::manifest::{Manifest, PluginSpec, SampleSpec};
 pub use crate::metrics::Exposition;
-pub use crate::outcome::{RunOutcome, RunStatus};
+pub use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 pub use crate::plugin::artifact::{Cache, Progress};
 pub use crate::plugin::cache_state;
 pub use crate::plugin::packages::parse_requirements;

@@ -34,7 +34,7 @@ use super::{check_runtime_name, GlobalArgs};
 use complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
 use runbox::service::{escaped_name, OutputFile, ReturnCaps};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
-use runbox::service::{RunOutcome, RunStatus};
+use runbox::service::{RunOutcome, RunStatus, StateAfter};
 use runbox::service::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL};
 
 #[derive(Debug, Args)]
@@ -460,33 +460,11 @@ struct Earlier {
     took: Duration,
 }
 
-/// How a call that the REPL stopped ended, from the session's word on it.
-#[derive(Debug, PartialEq, Eq)]
-enum Stopped {
-    /// Stopped before it started: nothing changed.
-    BeforeStart,
-    /// The interpreter was rebuilt from the calls before (`exactly` or not).
-    Rebuilt { exactly: bool },
-    /// The interpreter could not be rebuilt: it starts afresh.
-    Lost,
-}
-
-impl Stopped {
-    fn of(outcome: &RunOutcome) -> Option<Stopped> {
-        if outcome.status == RunStatus::Completed {
-            return None;
-        }
-        let error = outcome.error.as_deref().unwrap_or_default();
-        Some(if error.contains("before it started") {
-            Stopped::BeforeStart
-        } else if error.contains("the session kept its state") {
-            Stopped::Rebuilt { exactly: true }
-        } else if error.contains("rebuilt from the blocks before, but not exactly") {
-            Stopped::Rebuilt { exactly: false }
-        } else {
-            Stopped::Lost
-        })
-    }
+/// How a call that the REPL stopped ended: what the session says it left of its
+/// interpreter (`None`: it completed).
+fn state_left(outcome: &RunOutcome) -> Option<StateAfter> {
+    (outcome.status != RunStatus::Completed)
+        .then(|| outcome.state_after.unwrap_or(StateAfter::Lost))
 }
 
 impl ReplSession<'_> {
@@ -515,8 +493,8 @@ impl ReplSession<'_> {
         }
         let kept = stopped
             && matches!(
-                Stopped::of(outcome),
-                Some(Stopped::BeforeStart | Stopped::Rebuilt { .. })
+                state_left(outcome),
+                Some(StateAfter::Untouched | StateAfter::Rebuilt { .. })
             );
         if !kept {
             // A timeout, a crash, a cap: the interpreter starts afresh.
@@ -553,17 +531,17 @@ impl ReplSession<'_> {
         self.book(&outcome, true, stopped);
         show(&outcome)?;
         if stopped {
-            match Stopped::of(&outcome) {
-                Some(Stopped::Rebuilt { .. }) => eprintln!(
+            match state_left(&outcome) {
+                Some(StateAfter::Rebuilt { .. }) => eprintln!(
                     "[lost: what the stopped block itself did to the interpreter (names it \
                      set or changed before it was stopped); the files it wrote are kept as \
                      it left them]"
                 ),
-                Some(Stopped::Lost) => eprintln!(
+                Some(StateAfter::Lost) => eprintln!(
                     "[lost: the interpreter's state (every variable, function and import); \
                      the files are kept]"
                 ),
-                Some(Stopped::BeforeStart) | None => {}
+                Some(StateAfter::Untouched) | None => {}
             }
         }
         let status = u8::from(outcome.status != RunStatus::Completed);

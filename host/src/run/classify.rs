@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::instance::PluginReturn;
 use crate::budget::output::{CapturedOutput, OutputLimitExceeded};
-use crate::outcome::{RunOutcome, RunStatus};
+use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 use crate::sandbox::program::CompileLimitExceeded;
 use crate::sandbox::Sandbox;
 
@@ -51,6 +51,7 @@ pub fn cancelled_before_start() -> RunOutcome {
         exit_code: None,
         error: Some("cancelled by the client before it started".into()),
         truncated: false,
+        state_after: Some(StateAfter::Untouched),
         ..RunOutcome::default()
     }
 }
@@ -99,6 +100,7 @@ pub fn classify(
         memory_refused,
         held: Default::default(),
         notice: refused_memory_note(status, exit_code, memory_refused, run),
+        state_after: None,
     }
 }
 

@@ -28,7 +28,7 @@ pub use crate::sandbox::journal::Journal;
 pub use registry::{Durability, SessionError, Sessions};
 
 use crate::limits::RunLimits;
-use crate::outcome::{RunOutcome, RunStatus};
+use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 use crate::plugin::LoadedPlugin;
 use crate::run::classify::cancelled_before_start;
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
@@ -130,19 +130,30 @@ impl Session {
             self.lock_history(history)
                 .after_call(pending, &outcome, reset && !rebuild, self);
             if rebuild {
-                outcome.error = Some(match self.rebuild(runner).await {
-                    Ok(true) => "interrupted: the block was stopped; the session kept its \
-                                 state (its interpreter was rebuilt from the blocks before)"
-                        .to_string(),
-                    Ok(false) => "interrupted: the block was stopped; the session's \
-                                  interpreter was rebuilt from the blocks before, but not \
-                                  exactly: check the variables you rely on"
-                        .to_string(),
-                    Err(e) => format!(
-                        "interrupted: the block was stopped, and the session's state could \
-                         not be rebuilt ({e}): variables from earlier blocks are gone"
+                let (after, error) = match self.rebuild(runner).await {
+                    Ok(true) => (
+                        StateAfter::Rebuilt { exactly: true },
+                        "interrupted: the block was stopped; the session kept its state (its \
+                         interpreter was rebuilt from the blocks before)"
+                            .to_string(),
                     ),
-                });
+                    Ok(false) => (
+                        StateAfter::Rebuilt { exactly: false },
+                        "interrupted: the block was stopped; the session's interpreter was \
+                         rebuilt from the blocks before, but not exactly: check the variables \
+                         you rely on"
+                            .to_string(),
+                    ),
+                    Err(e) => (
+                        StateAfter::Lost,
+                        format!(
+                            "interrupted: the block was stopped, and the session's state \
+                             could not be rebuilt ({e}): variables from earlier blocks are gone"
+                        ),
+                    ),
+                };
+                outcome.state_after = Some(after);
+                outcome.error = Some(error);
             }
         }
         if let Some(resumed) = self.notice.lock().unwrap_or_else(|e| e.into_inner()).take() {
