@@ -23,7 +23,8 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{RoleClient, ServiceExt};
 use runbox::manifest::Manifest;
-use runbox::mcp::handler::schema::{self, RunCodeOutput, Status};
+use runbox::mcp::handler::tools::list_runtimes::ListRuntimesOutput;
+use runbox::mcp::handler::tools::run_code::{self, RunCodeOutput, Status};
 use runbox::mcp::RunboxServer;
 use runbox::plugin::artifact::Progress;
 use runbox::service::{Runbox, RunboxOptions};
@@ -1143,7 +1144,7 @@ async fn in_process_tools_and_schemas() {
     assert_eq!(input["properties"]["session_id"]["x-mcp-header"], "Session");
     assert_eq!(
         run.output_schema.as_deref(),
-        Some(schema::run_code_output_on_the_wire().as_ref())
+        Some(run_code::run_code_output_on_the_wire().as_ref())
     );
     let description = run.description.as_deref().unwrap();
     for r in runbox.runtimes() {
@@ -1272,7 +1273,7 @@ async fn in_process_list_runtimes() {
         .call_tool(CallToolRequestParams::new("list_runtimes"))
         .await
         .unwrap();
-    let listing: schema::ListRuntimesOutput =
+    let listing: ListRuntimesOutput =
         serde_json::from_value(result.structured_content.unwrap()).unwrap();
     let names: Vec<String> = listing.runtimes.iter().map(|r| r.name.clone()).collect();
     assert_eq!(names, runbox.runtime_names());

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 
 use crate::mcp::handler::retained::{self, Item, Retained};
-use crate::mcp::handler::schema::{FileOutput, RunCodeOutput};
 use crate::mcp::handler::shown::{shown, MIN_SHOWN_BYTES};
+use crate::mcp::handler::tools::run_code::{FileOutput, RunCodeOutput};
 use crate::service::wire::encode_base64;
 use crate::service::CapturedOutput;
 use crate::service::Held;

@@ -24,20 +24,28 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 
 use crate::mcp::handler::app;
-use crate::mcp::handler::arguments::{check_close_session, check_create_session, check_run_code};
 use crate::mcp::handler::content::{run_result, structured, tool_error, INLINE_IMAGE_BYTES};
 use crate::mcp::handler::progress::with_progress;
 use crate::mcp::handler::retained::{ReadError, Retained};
-use crate::mcp::handler::schema::{
-    self, CloseSessionOutput, CreateSessionOutput, Limits, ListRuntimesOutput,
-};
+use crate::mcp::handler::schema;
 use crate::mcp::handler::settings::ServerSettings;
 use crate::mcp::handler::tasks::Tasks;
+use crate::mcp::handler::tools::close_session::{self, check_close_session, CloseSessionOutput};
+use crate::mcp::handler::tools::create_session::{
+    self, check_create_session, create_session_description, CreateSessionOutput,
+};
+use crate::mcp::handler::tools::list_runtimes::{
+    self, Limits, ListRuntimesOutput, ToolServerEntry,
+};
+use crate::mcp::handler::tools::run_code::{
+    self, check_run_code, run_code_description, tools_description,
+};
+use crate::mcp::handler::tools::secs;
 use crate::service::Held;
 use crate::service::ReturnCaps;
 use crate::service::RunStatus;
 use crate::service::RunWatch;
-use crate::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RuntimeInfo};
+use crate::service::{LimitOverrides, RunRequest, Runbox};
 use tokio_util::sync::CancellationToken;
 
 /// The MCP server: cheap to clone (one per HTTP session), all clones share one [`Runbox`]
@@ -71,7 +79,7 @@ impl RunboxServer {
             .map
             .get_mut("run_code")
             .expect("run_code is a tool");
-        route.attr.input_schema = schema::run_code_input_schema(&runtimes, &limits);
+        route.attr.input_schema = run_code::run_code_input_schema(&runtimes, &limits);
         let max_task_timeout = Some(settings.tasks.max_timeout);
         let mut description = run_code_description(&runtimes, &limits, max_task_timeout);
         if let Some(gateway) = runbox.gateway() {
@@ -82,7 +90,7 @@ impl RunboxServer {
             .map
             .get_mut("create_session")
             .expect("create_session is a tool");
-        route.attr.input_schema = schema::create_session_input_schema(&runtimes);
+        route.attr.input_schema = create_session::create_session_input_schema(&runtimes);
         route.attr.description = Some(
             create_session_description(
                 &runtimes,
@@ -100,7 +108,7 @@ impl RunboxServer {
             }
         }
         if let Some(route) = tool_router.map.get_mut("run_code") {
-            route.attr.output_schema = Some(schema::run_code_output_on_the_wire());
+            route.attr.output_schema = Some(run_code::run_code_output_on_the_wire());
         }
         let kept = Retained::new(
             settings.retained_bytes,
@@ -176,8 +184,8 @@ impl RunboxServer {
     /// Run a program in a sandbox (the description is written at start-up).
     #[tool(
         name = "run_code",
-        input_schema = schema::run_code_base_input_schema(),
-        output_schema = schema::run_code_output_schema(),
+        input_schema = run_code::run_code_base_input_schema(),
+        output_schema = run_code::run_code_output_schema(),
         // Hints at their defaults (not idempotent; destructive unless read-only; open
         // world) are left out: tools/list carries only what differs from them.
         annotations(title = "Run code", read_only_hint = true, open_world_hint = false)
@@ -327,8 +335,7 @@ impl RunboxServer {
     /// What `run_code` can run, and within which limits.
     #[tool(
         name = "list_runtimes",
-        description = "The runtimes (versions, sample programs, whether sessions keep \
-                       state) and the limits of a run.",
+        description = list_runtimes::DESCRIPTION,
         annotations(
             title = "List runtimes",
             read_only_hint = true,
@@ -348,15 +355,15 @@ impl RunboxServer {
             tools: self
                 .runbox
                 .gateway()
-                .map(|g| schema::ToolServerEntry::listing(&g.catalog())),
+                .map(|g| ToolServerEntry::listing(&g.catalog())),
         })
     }
 
     /// Start a session (the description is written at start-up).
     #[tool(
         name = "create_session",
-        input_schema = schema::create_session_base_input_schema(),
-        output_schema = schema::create_session_output_schema(),
+        input_schema = create_session::create_session_base_input_schema(),
+        output_schema = create_session::create_session_output_schema(),
         annotations(
             title = "Create a session",
             destructive_hint = false,
@@ -392,7 +399,7 @@ impl RunboxServer {
                      over between calls; it ends after {} s without calls, or with close_session.",
                     output.session_id,
                     output.runtime,
-                    schema::secs(output.idle_timeout_seconds)
+                    secs(output.idle_timeout_seconds)
                 );
                 structured(vec![ContentBlock::text(text)], &output)
             }
@@ -403,10 +410,9 @@ impl RunboxServer {
     /// End a session.
     #[tool(
         name = "close_session",
-        description = "End a session: its interpreter and files are removed; later calls \
-                       with its session_id are refused.",
-        input_schema = schema::close_session_input_schema(),
-        output_schema = schema::close_session_output_schema(),
+        description = close_session::DESCRIPTION,
+        input_schema = close_session::close_session_input_schema(),
+        output_schema = close_session::close_session_output_schema(),
         annotations(title = "Close a session", open_world_hint = false)
     )]
     async fn close_session(&self, Parameters(arguments): Parameters<JsonObject>) -> CallToolResult {
@@ -451,7 +457,7 @@ impl ServerHandler for RunboxServer {
                  and pass its session_id to run_code. A result shows the head and tail of a \
                  long output and links what it leaves out (runbox:// URIs, readable with \
                  resources/read for {} s).",
-                schema::secs(self.settings.resource_ttl.as_secs_f64())
+                secs(self.settings.resource_ttl.as_secs_f64())
             ))
     }
 
@@ -555,199 +561,4 @@ fn answers_with_tasks(context: &RequestContext<RoleServer>) -> bool {
 /// A spawned call's result, or a tool error if its task panicked.
 fn finished(done: Result<CallToolResult, tokio::task::JoinError>) -> CallToolResult {
     done.unwrap_or_else(|e| tool_error(format!("runbox failed while running the call: {e}")))
-}
-
-/// The tool description, written for a model: what runs, what the sandbox allows, the
-/// limits. The one place the runtimes are listed (the `runtime` enum names them, the
-/// instructions point here): every conversation carries it, so it says each thing once.
-pub fn run_code_description(
-    runtimes: &[RuntimeInfo],
-    limits: &LimitSettings,
-    max_task_timeout: Option<std::time::Duration>,
-) -> String {
-    let listed: Vec<String> = runtimes
-        .iter()
-        .map(|r| {
-            let note = r
-                .note
-                .as_deref()
-                .map_or(String::new(), |n| format!(". {n}"));
-            format!("- {}: {} {}{note}", r.name, r.language, r.version)
-        })
-        .collect();
-    let longer = max_task_timeout.map_or(String::new(), |t| {
-        format!(
-            "; clients with MCP tasks up to {} s",
-            schema::secs(t.as_secs_f64())
-        )
-    });
-    format!(
-        "Run a program in a WebAssembly sandbox. Runtimes:\n{}\n\n\
-         No network, no host files, nothing to install, no command-line arguments; each call \
-         starts fresh unless in a session (create_session). Input via `stdin` and `files`; \
-         files it writes come back (images as images). Limits: {} s (`timeout_seconds` up to \
-         {} s{longer}; compiling has {} s of its own), {} memory, {} output per stream. A \
-         non-zero exit is still `completed`; `error` says why a run ended `timeout`, `crashed` \
-         or `terminated`. Long output shows head and tail; the rest is linked (runbox:// \
-         URIs, for resources/read).",
-        listed.join("\n"),
-        schema::secs(limits.default_timeout.as_secs_f64()),
-        schema::secs(limits.max_timeout.as_secs_f64()),
-        schema::secs(limits.compile_timeout.as_secs_f64()),
-        bytes(limits.memory_bytes),
-        bytes(limits.output_bytes as u64),
-    )
-}
-
-/// What run_code's description adds with code mode: a line per tool, and how to call one.
-pub fn tools_description(catalog: &crate::service::Catalog) -> String {
-    let all = catalog.summary_lines();
-    let mut lines: Vec<String> = all
-        .iter()
-        .take(DESCRIBED_TOOLS)
-        .map(|l| format!("- {l}"))
-        .collect();
-    // Every conversation carries the description: past a few dozen tools, the rest
-    // are where a program or a list_runtimes call finds them.
-    if all.len() > DESCRIBED_TOOLS {
-        lines.push(format!(
-            "- … and {} more (list_runtimes and /tools/README.md list them all)",
-            all.len() - DESCRIBED_TOOLS
-        ));
-    }
-    format!(
-        "\n\nPrograms may call these tools (list_runtimes has the current list; /tools/README.md \
-         in the sandbox has it all, /tools/tools.json the schemas); after `->`, what a call \
-         returns: `text` is a string, anything else that structure (a dict in python, an \
-         object in javascript):\n{}\n\
-         python: `import tools; tools.SERVER.TOOL(arg=value)`; javascript/typescript: \
-         `import {{ SERVER }} from \"runbox:tools\"; await SERVER.TOOL({{arg: value}})`; shell: \
-         `tool SERVER TOOL --arg value` (JSON out); any runtime: /tools/call (see the README).",
-        if lines.is_empty() {
-            "- (none yet)".to_string()
-        } else {
-            lines.join("\n")
-        }
-    )
-}
-
-/// The most tool lines run_code's description holds.
-pub const DESCRIBED_TOOLS: usize = 40;
-
-#[cfg(test)]
-mod tools_description_tests {
-    use super::*;
-    use crate::service::{Catalog, ServerView};
-
-    #[test]
-    fn the_description_lists_a_few_dozen_tools_at_most() {
-        let tools = (0..100)
-            .map(|i| {
-                let mut t = rmcp::model::Tool::default();
-                t.name = format!("tool{i}").into();
-                t
-            })
-            .collect();
-        let catalog = Catalog {
-            servers: vec![ServerView {
-                name: "big".into(),
-                available: true,
-                message: None,
-                tools,
-            }],
-        };
-        let d = tools_description(&catalog);
-        assert!(d.contains("- big.tool39() -> text: "), "{d}");
-        assert!(!d.contains("tool40("), "{d}");
-        assert!(d.contains("… and 60 more"), "{d}");
-    }
-}
-
-/// `create_session`'s description: which runtimes keep state, and how sessions end.
-pub fn create_session_description(
-    runtimes: &[RuntimeInfo],
-    idle_secs: f64,
-    max_sessions: usize,
-) -> String {
-    let keeping: Vec<&str> = runtimes
-        .iter()
-        .filter(|r| r.session_state)
-        .map(|r| r.name.as_str())
-        .collect();
-    format!(
-        "Start a session; pass its session_id to run_code. State carries over in {}; files \
-         in all. A timeout or crash resets the interpreter, not the files. Ends with \
-         close_session or after {} s idle; at most {} open.",
-        if keeping.is_empty() {
-            "no runtime".to_string()
-        } else {
-            keeping.join(", ")
-        },
-        schema::secs(idle_secs),
-        max_sessions
-    )
-}
-
-/// A size as people write it: `512 MiB`, `64 KiB`, `1000 bytes`.
-fn bytes(n: u64) -> String {
-    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} bytes")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn python() -> RuntimeInfo {
-        RuntimeInfo {
-            name: "python".into(),
-            language: "Python".into(),
-            version: "3.15.0".into(),
-            extension: "py".into(),
-            sample: None,
-            session_state: true,
-            note: Some("plt.show() saves each figure as figure-N.png".into()),
-            packages: Vec::new(),
-            preparation: None,
-        }
-    }
-
-    #[test]
-    fn description_names_runtimes_and_limits() {
-        let text = run_code_description(
-            &[python()],
-            &LimitSettings::default(),
-            Some(std::time::Duration::from_secs(3600)),
-        );
-        for needle in [
-            "- python: Python 3.15.0",
-            "No network",
-            "starts fresh unless in a session",
-            "figure-N.png",
-            "Limits: 10 s",
-            "up to 40 s; clients with MCP tasks up to 3600 s",
-            "compiling has 15 s of its own",
-            "512 MiB memory",
-            "1 MiB output",
-        ] {
-            assert!(text.contains(needle), "{needle:?} not in {text}");
-        }
-        let text = create_session_description(&[python()], 600.0, 16);
-        assert!(
-            text.contains("carries over in python;") && text.contains("600 s"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(bytes(512 << 20), "512 MiB");
-        assert_eq!(bytes(64 << 10), "64 KiB");
-        assert_eq!(bytes(1000), "1000 bytes");
-    }
 }
