@@ -2,7 +2,7 @@
 //! at most so many bytes (file data, symlink targets, directories) and so many names
 //! (files, directories, symlinks, hard links) in the run's scratch directory.
 //!
-//! The budget is enforced by the `wasi:filesystem` wrapper in `quota_fs.rs`; this module
+//! The budget is enforced by the `wasi:filesystem` wrapper in `sandbox/filesystem/`; this module
 //! only keeps the books. A refused growth or creation is remembered, so that a run which
 //! then traps is reported as stopped by the disk cap (like the memory cap).
 //!

@@ -18,7 +18,7 @@ use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
 use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{I32Exit, WasiView};
 
-use super::quota_fs::WasiQuotaFsView;
+use super::filesystem::WasiQuotaFsView;
 use super::replay_clock::WasiReplayClocksView;
 use super::store::StoreState;
 use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
@@ -65,7 +65,7 @@ fn add_wasi<T: WasiView + WasiQuotaFsView + WasiReplayClocksView>(
     // Sleeps end at once while a session's calls are run again.
     super::replay_clock::add_to_linker(l)?;
     // `types` with the run's scratch cap; `preopens` as is.
-    super::quota_fs::add_to_linker(l)?;
+    super::filesystem::add_to_linker(l)?;
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     random::random::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;
     random::insecure::add_to_linker::<T, WasiRandom>(l, |t| t.ctx().ctx.random())?;

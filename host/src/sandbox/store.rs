@@ -8,7 +8,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::quota_fs::{QuotaFsView, StoreDisk, WasiQuotaFsView};
+use super::filesystem::{QuotaFsView, StoreDisk, WasiQuotaFsView};
 use super::replay_clock::{ReplayClocks, WasiReplayClocksView};
 use super::tool_device::{DeviceContext, StoreDevices};
 use super::Sandbox;

@@ -1,6 +1,6 @@
 //! The device `/tools/call` (docs/tools.md): how a program in any runtime calls an
 //! upstream tool. Opening the device's file in the `/tools` mount gives a descriptor the
-//! filesystem (`quota_fs.rs`) routes here: what the program writes is the request; its
+//! filesystem (`sandbox/filesystem/`) routes here: what the program writes is the request; its
 //! first read sends it through the run's [`ToolCalls`] (its cap, the run's deadline, a
 //! durable session's journal) and the answer is what it reads, to the end.
 //!
