@@ -19,7 +19,8 @@
 //! It is also the shell's `node` and `tsx` (`runbox:plugin/command`; [`command`] reads
 //! their command lines).
 //!
-//! [`engine`] is the interpreter, plain Rust tested natively with
+//! [`engine`] is the interpreter ([`event_loop`] its host side, [`natives`] its primitives,
+//! [`output`] where it writes), plain Rust tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-javascript --target x86_64-unknown-linux-gnu`;
 //! `guest` is the WIT glue, compiled only for WebAssembly.
 
@@ -28,7 +29,10 @@
 
 mod command;
 mod engine;
+mod event_loop;
 mod modules;
+mod natives;
+mod output;
 mod typescript;
 
 #[cfg(test)]

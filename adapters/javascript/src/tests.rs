@@ -706,20 +706,20 @@ fn buffers_decode_and_encode() {
 fn fs_errors_are_worded_like_node() {
     let e = std::io::Error::from(std::io::ErrorKind::NotFound);
     assert_eq!(
-        crate::engine::fs_error_message(&e, "open", "x.txt"),
+        crate::natives::fs_error_message(&e, "open", "x.txt"),
         "ENOENT: no such file or directory, open 'x.txt'"
     );
     // A full scratch directory is ENOSPC, as a full disk is to Node.js, not EIO.
     let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
     assert_eq!(
-        crate::engine::fs_error_message(&full, "open", "big.bin"),
+        crate::natives::fs_error_message(&full, "open", "big.bin"),
         "ENOSPC: no space left on device, open 'big.bin'"
     );
 }
 
 #[test]
 fn utf8_decoding_follows_text_decoder() {
-    use crate::engine::decode_utf8;
+    use crate::natives::decode_utf8;
     assert_eq!(
         decode_utf8(b"\xEF\xBB\xBFhi", false, false).as_deref(),
         Some("hi")
