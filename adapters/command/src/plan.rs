@@ -287,7 +287,11 @@ mod tests {
             vec![("/.runbox-r.php".to_string(), "<?php echo 1;".to_string())]
         );
         let run = command(&php, &strings(&["x.php", "-r"]), "/").unwrap();
-        assert_eq!(run.args, strings(&["-q", "x.php", "-r"]), "only as the first option");
+        assert_eq!(
+            run.args,
+            strings(&["-q", "x.php", "-r"]),
+            "only as the first option"
+        );
         let e = command(&php, &strings(&["-r"]), "/").unwrap_err();
         assert!(e.contains("needs the program"), "{e}");
     }

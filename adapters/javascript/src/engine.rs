@@ -20,14 +20,9 @@ pub use crate::output::{Output, Stream};
 use crate::typescript::{self, Transpiled};
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::module::Module;
-use boa_engine::object::builtins::{
-    JsArray, JsFunction,
-};
+use boa_engine::object::builtins::{JsArray, JsFunction};
 use boa_engine::script::Script;
-use boa_engine::{
-    Context, JsError, JsNativeError, JsResult, JsString, JsValue, Source,
-};
-
+use boa_engine::{Context, JsError, JsNativeError, JsResult, JsString, JsValue, Source};
 
 /// The language a program is written in (the runtime's `source-language` setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +42,6 @@ impl Language {
         }
     }
 }
-
 
 /// How deep JavaScript calls may nest. Boa's default (512) stops ordinary recursive
 /// programs; a call from JavaScript to JavaScript does not use the native stack, calls

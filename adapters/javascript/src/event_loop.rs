@@ -20,9 +20,7 @@ use boa_engine::job::{
 };
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::object::JsObject;
-use boa_engine::{
-    Context, JsError, JsResult, JsValue,
-};
+use boa_engine::{Context, JsError, JsResult, JsValue};
 
 /// Why a program stopped before its end.
 pub(crate) enum Stop {

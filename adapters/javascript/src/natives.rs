@@ -7,9 +7,7 @@ use crate::event_loop::Host;
 use crate::output::Stream;
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::error::PanicError;
-use boa_engine::object::builtins::{
-    JsArray, JsArrayBuffer, JsPromise, JsTypedArray, JsUint8Array,
-};
+use boa_engine::object::builtins::{JsArray, JsArrayBuffer, JsPromise, JsTypedArray, JsUint8Array};
 use boa_engine::object::{JsObject, ObjectInitializer};
 use boa_engine::property::Attribute;
 use boa_engine::{
@@ -18,7 +16,6 @@ use boa_engine::{
 
 /// The Boa version, as the runtime reports it (keep in step with Cargo.toml).
 pub const BOA_VERSION: &str = "0.22.0";
-
 
 /// The globals' sources, by the names their stack frames show (`runbox:…`, which
 /// `prelude.js` leaves out of errors' stacks). The prelude runs in every interpreter; it
