@@ -11,8 +11,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use runbox::manifest::Manifest;
-use runbox::outcome::RunStatus;
 use runbox::plugin::artifact::{Cache, Progress};
+use runbox::service::RunStatus;
 use runbox::service::{RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

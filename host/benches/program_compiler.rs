@@ -16,9 +16,9 @@ use common::ms;
 
 use runbox::engine::ProgramCompiler;
 use runbox::manifest::Manifest;
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 const CPU_BOUND: &str = r#"#include <stdio.h>

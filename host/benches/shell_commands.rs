@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{median, ms};
 use runbox::manifest::Manifest;
-use runbox::outcome::RunStatus;
+use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

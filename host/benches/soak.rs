@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runbox::manifest::Manifest;
-use runbox::outcome::RunStatus;
 use runbox::plugin::artifact::{Cache, Progress};
+use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

@@ -14,8 +14,8 @@ use indexmap::IndexMap;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::limits::{LimitOverrides, LimitSettings};
 use crate::run::commands::RuntimeCommands;
+pub use crate::run::limits::{LimitOverrides, LimitSettings};
 pub use crate::run::{RunError, RunRequest};
 
 // What the faces above the service (the MCP server, the conformance suite, the command
@@ -30,12 +30,12 @@ pub use crate::files::{
 };
 pub use crate::manifest::{Manifest, PluginSpec, SampleSpec};
 pub use crate::metrics::Exposition;
-pub use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 pub use crate::plugin::artifact::{Cache, Progress};
 pub use crate::plugin::cache_state;
 pub use crate::plugin::packages::parse_requirements;
 pub use crate::replica::{self, OtherReplica, Replica};
 pub use crate::run::admission::DEFAULT_MAX_QUEUED;
+pub use crate::run::outcome::{RunOutcome, RunStatus, StateAfter};
 pub use crate::run::RunWatch;
 pub use crate::sandbox::program::compile_program_child;
 pub use crate::session::store::{
@@ -65,8 +65,8 @@ pub enum CallError {
     Run(#[from] RunError),
 }
 
-impl From<crate::limits::ZeroTimeout> for CallError {
-    fn from(e: crate::limits::ZeroTimeout) -> Self {
+impl From<crate::run::limits::ZeroTimeout> for CallError {
+    fn from(e: crate::run::limits::ZeroTimeout) -> Self {
         CallError::Run(e.into())
     }
 }
@@ -81,11 +81,11 @@ use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Wa
 use crate::plugin::{LoadedPlugin, PluginError};
 use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
 use crate::run::classify::cancelled_before_start;
+use crate::run::scratch::{ScratchError, ScratchRoot};
 use crate::run::Runner;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
 use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
-use crate::scratch::{ScratchError, ScratchRoot};
 use crate::session::store::SessionStore;
 use crate::session::{Durability, Session, SessionError, Sessions};
 use crate::wit::exports::runbox::plugin::runtime;

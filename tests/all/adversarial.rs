@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::common::{run, run_limited, run_with, runbox, ATTACKED_RUNTIMES as RUNTIMES};
-use runbox::outcome::{RunOutcome, RunStatus};
+use runbox::service::{RunOutcome, RunStatus};
 
 /// A file planted on the host that no program may read or list.
 struct Canary {

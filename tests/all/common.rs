@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use runbox::manifest::Manifest;
-use runbox::outcome::RunOutcome;
 use runbox::plugin::artifact::{Cache, Progress};
+use runbox::service::RunOutcome;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

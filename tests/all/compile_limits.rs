@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runbox::manifest::Manifest;
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::plugin::artifact::Progress;
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 /// One function with `n` call results live at once: clang assembles it in a moment, but

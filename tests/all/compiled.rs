@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use crate::common::{run_with, runbox};
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, RunRequest};
+use runbox::service::{RunOutcome, RunStatus};
 
 /// The deadline of these runs: compiling C++ takes seconds (a program using half the
 /// standard library ~3.5 s on one core), and the tests run in parallel.

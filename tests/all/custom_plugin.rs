@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use runbox::manifest::Manifest;
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::plugin::artifact::{Cache, Progress};
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 

@@ -3,8 +3,8 @@
 //! type error not reported, a syntax error at its line), and `prolog` from a plugins.toml
 //! entry alone.
 
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::RunRequest;
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{run, runbox};

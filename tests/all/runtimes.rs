@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::{run, run_with, runbox};
 use runbox::manifest::Manifest;
-use runbox::outcome::RunStatus;
 use runbox::plugin::artifact::Progress;
+use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 

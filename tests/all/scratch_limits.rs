@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitSettings, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::common;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use runbox::outcome::{RunOutcome, RunStatus};
 use runbox::service::{LimitOverrides, RunRequest};
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{options, own_runbox, runbox};
@@ -199,7 +199,7 @@ async fn unknown_commands_and_bad_programs_say_so() {
 /// after it and their bytes given back: a hundred commands fit in a 2 MiB scratch cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_leave_no_charge_on_the_scratch_budget() {
-    let limits = runbox::limits::LimitSettings {
+    let limits = runbox::service::LimitSettings {
         scratch_bytes: 2 << 20,
         ..Default::default()
     };

@@ -1,4 +1,4 @@
-//! One call in a sandbox, on a thread of its own (`run_thread.rs`), answered by its
+//! One call in a sandbox, on a thread of its own (`thread.rs`), answered by its
 //! deadline whatever the thread is doing.
 //!
 //! The thread starts the call's clock, calls the plugin (what is called is the caller's:
@@ -17,13 +17,13 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 use super::classify::Ended;
+use super::error::RunError;
 use super::instance::PluginReturn;
-use super::RunError;
+use super::scratch::RunDir;
+use super::thread;
 use crate::files::{self, Baseline, InputDigest, OutputFile, OwnFiles, ReturnCaps};
-use crate::run_thread;
 use crate::sandbox::clock::{self, CallClock};
 use crate::sandbox::Sandbox;
-use crate::scratch::RunDir;
 
 /// How long after a call's deadline the server stops waiting for its thread (stuck in a
 /// slow syscall) and answers with what it has.
@@ -94,7 +94,7 @@ where
         let sandbox = sandbox.clone();
         let cancel = cancel.clone();
         let call_clock = call_clock.clone();
-        run_thread::on_own_thread(move || async move {
+        thread::on_own_thread(move || async move {
             let _slot = slot;
             let _dir = match &fresh_scratch {
                 Some(path) => Some(RunDir::create(path).map_err(|e| {

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use super::instance::PluginReturn;
+use super::outcome::{RunOutcome, RunStatus, StateAfter};
 use crate::budget::output::{CapturedOutput, OutputLimitExceeded};
-use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 use crate::sandbox::program::CompileLimitExceeded;
 use crate::sandbox::Sandbox;
 

@@ -12,8 +12,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::instance::PluginInstance;
+use super::scratch::RunDir;
 use crate::sandbox::Sandbox;
-use crate::scratch::RunDir;
 
 /// Instances kept ready per runtime.
 pub const PER_RUNTIME: usize = 1;

@@ -2,10 +2,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+use super::limits::LimitOverrides;
 use crate::budget::output::OutputCapture;
-use crate::files::{FileError, ReturnCaps};
-use crate::limits::{LimitOverrides, ZeroTimeout};
-use crate::run::admission::Busy;
+use crate::files::ReturnCaps;
 
 /// One program to run, as a client asks for it.
 #[derive(Debug, Clone, Default)]
@@ -25,7 +24,7 @@ pub struct RunRequest {
     pub return_caps: ReturnCaps,
     /// Memory the caller needs to present the outcome (an MCP result, rendered and
     /// serialized): reserved with the call at admission and held by the outcome
-    /// ([`crate::outcome::RunOutcome::held`]) until it is dropped.
+    /// ([`super::outcome::RunOutcome::held`]) until it is dropped.
     pub presentation_bytes: usize,
     /// Run inside this session (see `session/`).
     pub session_id: Option<String>,
@@ -67,36 +66,5 @@ impl RunRequest {
                 .iter()
                 .map(|(p, b)| p.len() + b.len())
                 .sum::<usize>()
-    }
-}
-
-/// Why an admitted call was not run (a tool error to MCP clients), as opposed to a
-/// program that ran and failed (a [`crate::outcome::RunOutcome`]). Finding the call's
-/// runtime or session fails with a `service::CallError` instead.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    InvalidRequest(String),
-    /// The host could not set the run up (disk full, broken plugin); not the caller's fault.
-    #[error("runbox could not run the program: {0}")]
-    Host(String),
-    /// The queue or the server's memory is full; the call was not started.
-    #[error(transparent)]
-    Busy(Busy),
-    /// An input file breaks a rule (its path, its encoding, a cap).
-    #[error(transparent)]
-    Files(#[from] FileError),
-    /// The scratch volume has not the room the run needs to start.
-    #[error(transparent)]
-    NoRoom(#[from] crate::budget::volume::NoRoom),
-    /// The session was stored (it hibernated) while the call waited for it: the caller
-    /// looks it up again and runs the call there.
-    #[error("the session was stored while the call waited; call again")]
-    SessionMoved,
-}
-
-impl From<ZeroTimeout> for RunError {
-    fn from(e: ZeroTimeout) -> Self {
-        RunError::InvalidRequest(e.to_string())
     }
 }

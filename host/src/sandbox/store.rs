@@ -116,7 +116,7 @@ pub fn new_store(
     // them on this thread instead of a `spawn_blocking` round trip each. clang opens,
     // stats and `realpath`s ~12,000 times for `#include <iostream>`; this cuts a C++
     // hello from ~2.2 s to ~1.4 s. It is safe because every run has a thread of its own
-    // (see `run_thread.rs`): a slow syscall stalls only the run that made it.
+    // (see `run/thread.rs`): a slow syscall stalls only the run that made it.
     b.allow_blocking_current_thread(true);
     if let Some(journal) = &run.journal {
         // A durable session: what its programs learn from outside is kept for a replay.

@@ -23,9 +23,9 @@ use tokio_util::sync::CancellationToken;
 use super::store::now_ms;
 use super::stored::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
 use super::Session;
-use crate::limits::RunLimits;
-use crate::outcome::{RunOutcome, RunStatus};
 use crate::plugin::LoadedPlugin;
+use crate::run::limits::RunLimits;
+use crate::run::outcome::{RunOutcome, RunStatus};
 use crate::run::{RunError, RunRequest, Runner};
 use crate::sandbox::journal::MAX_DRAWS_BYTES;
 

@@ -27,14 +27,14 @@ use tokio_util::sync::CancellationToken;
 pub use crate::sandbox::journal::Journal;
 pub use registry::{Durability, SessionError, Sessions};
 
-use crate::limits::RunLimits;
-use crate::outcome::{RunOutcome, RunStatus, StateAfter};
 use crate::plugin::LoadedPlugin;
 use crate::run::classify::cancelled_before_start;
 use crate::run::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
+use crate::run::limits::RunLimits;
+use crate::run::outcome::{RunOutcome, RunStatus, StateAfter};
+use crate::run::scratch::RunDir;
 use crate::run::{run_span, Admitted, CallSite, RunError, RunRequest, Runner};
 use crate::sandbox::Sandbox;
-use crate::scratch::RunDir;
 use crate::wit::exports::runbox::plugin::runtime;
 
 /// One open session.
