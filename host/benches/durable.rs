@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::{median, ms};
 use runbox::manifest::Manifest;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
-use runbox::session::store::{
+use runbox::session::directory::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
 use tokio_util::sync::CancellationToken;

@@ -38,7 +38,7 @@ pub use crate::run::admission::DEFAULT_MAX_QUEUED;
 pub use crate::run::outcome::{RunOutcome, RunStatus, StateAfter};
 pub use crate::run::RunWatch;
 pub use crate::sandbox::program::compile_program_child;
-pub use crate::session::store::{
+pub use crate::session::directory::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
 pub use crate::upstream::catalog::{tool_line, Catalog, ServerView};
@@ -84,9 +84,9 @@ use crate::run::classify::cancelled_before_start;
 use crate::run::scratch::{ScratchError, ScratchRoot};
 use crate::run::Runner;
 use crate::sandbox::linker::{plugin_linker, tool_linker};
-use crate::sandbox::program::ProgramCompiles;
 use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
-use crate::session::store::SessionStore;
+use crate::sandbox::ProgramCompiles;
+use crate::session::directory::SessionStore;
 use crate::session::{Durability, Session, SessionError, Sessions};
 use crate::wit::exports::runbox::plugin::runtime;
 

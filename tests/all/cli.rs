@@ -847,13 +847,13 @@ fn the_docs_agree_with_the_code() {
         !scale_out.contains("There is no store"),
         "docs/scale-out.md"
     );
-    let lease = runbox::session::store::LEASE_FRESH.as_secs();
+    let lease = runbox::session::directory::LEASE_FRESH.as_secs();
     assert!(
         scale_out.contains(&format!("lease is stale, {lease} s"))
             && scale_out.contains(&format!("go stale ({lease} s;")),
         "docs/scale-out.md must give the lease's {lease} s"
     );
-    // ... and that a crashed process's own host does not wait for it (session/store.rs).
+    // ... and that a crashed process's own host does not wait for it (session/directory.rs).
     assert!(
         scale_out.contains("at once on a server restarted on the crashed one's host"),
         "docs/scale-out.md must say a restart on the same host resumes at once"

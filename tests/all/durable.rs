@@ -80,8 +80,8 @@ fn a_stdio_server_stores_its_sessions_on_sigterm() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forged_entry_past_the_scratch_caps_is_refused() {
     use runbox::service::{RunRequest, RunboxOptions};
-    use runbox::session::store::{StoreSettings, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL};
-    use runbox::session::stored::{StoredFile, StoredSession};
+    use runbox::session::directory::{StoreSettings, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL};
+    use runbox::session::entry::{StoredFile, StoredSession};
     use tokio_util::sync::CancellationToken;
 
     let store = tempfile::tempdir().unwrap();

@@ -21,7 +21,7 @@ use crate::budget::memory::MemoryBudget;
 use crate::engine::SandboxEngine;
 use crate::manifest::{DerivedSpec, PluginSpec};
 use crate::sandbox::clock::{self, CallClock};
-use crate::sandbox::program::ProgramCompiles;
+use crate::sandbox::ProgramCompiles;
 use crate::sandbox::{Mount, Sandbox, SandboxConfig, Tool};
 
 /// How long making derived files may take, and how much memory and disk they may use.

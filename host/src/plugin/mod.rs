@@ -28,7 +28,7 @@ use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::{EngineError, SandboxEngine};
 use crate::manifest::{AdapterSpec, ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
 use crate::plugin::artifact::{ArtifactError, Cache, Progress};
-use crate::sandbox::store::StoreState;
+use crate::sandbox::StoreState;
 use crate::sandbox::{Mount, Tool, ToolLead};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 

@@ -16,7 +16,7 @@ use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
 use crate::plugin::artifact::{Cache, Progress};
 use crate::plugin::{load_plugin_telling, Hooks, LoadedPlugin, PluginError};
-use crate::sandbox::store::StoreState;
+use crate::sandbox::StoreState;
 
 /// Where a runtime's preparation stands.
 #[derive(Clone)]

@@ -11,8 +11,9 @@ use indexmap::IndexMap;
 use super::instance::PluginInstance;
 use crate::budget::disk::DiskBudget;
 use crate::plugin::preparation::PluginSlot;
-use crate::sandbox::commands::{captured, CommandFuture, CommandHost, Invocation};
+use crate::sandbox::commands::{captured, Invocation};
 use crate::sandbox::Sandbox;
+use crate::sandbox::{CommandFuture, CommandHost};
 
 /// Every command name with the runtime that answers to it.
 pub struct RuntimeCommands {
@@ -39,7 +40,7 @@ impl RuntimeCommands {
         &self,
         caller: &Arc<Sandbox>,
         invocation: Invocation,
-    ) -> crate::sandbox::commands::CommandResult {
+    ) -> crate::sandbox::CommandResult {
         let name = invocation.name.clone();
         let Some(slot) = self.by_name.get(&name) else {
             return Ok(Err(format!("{name}: command not found")));

@@ -7,8 +7,9 @@ use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
 use crate::plugin::LoadedPlugin;
-use crate::sandbox::store::{new_store, ProgramIo, StoreState};
+use crate::sandbox::store::{new_store, ProgramIo};
 use crate::sandbox::Sandbox;
+use crate::sandbox::StoreState;
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 /// What the host asks of a plugin in one call.

@@ -28,7 +28,7 @@ use crate::manifest::PluginSpec;
 use crate::metrics::RunMetrics;
 use crate::plugin::LoadedPlugin;
 use crate::sandbox::clock::{self, CallClock};
-use crate::sandbox::program::ProgramCompiles;
+use crate::sandbox::ProgramCompiles;
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::wit::exports::runbox::plugin::runtime;
 use tokio::sync::OwnedSemaphorePermit;
@@ -86,7 +86,7 @@ impl Runner {
             commands: self
                 .commands
                 .clone()
-                .map(|c| c as Arc<dyn crate::sandbox::commands::CommandHost>),
+                .map(|c| c as Arc<dyn crate::sandbox::CommandHost>),
         })
     }
 

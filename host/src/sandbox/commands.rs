@@ -11,33 +11,17 @@
 
 use std::future::Future;
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
 
 use super::process::{child as spawned, run_to_end};
-use super::store::{Stdin, StoreState};
-use super::Sandbox;
+use super::sandbox::StoreState;
+use super::sandbox::{CommandResult, Sandbox};
+use super::store::Stdin;
 use crate::budget::output::Channel;
 use crate::wit::runbox::plugin::process::{Command, SpawnError};
 use crate::wit::runbox::plugin::{command_line, commands};
 
 pub use command_line::{Finished, Invocation};
-
-/// What a command came to: `Ok(Err(_))` when it could not run (the caller says so and
-/// goes on), `Err(_)` when it broke a limit or trapped (the whole call ends).
-pub type CommandResult = wasmtime::Result<Result<Finished, String>>;
-
-/// A command's run, as the run layer hands it back.
-pub type CommandFuture<'a> = Pin<Box<dyn Future<Output = CommandResult> + Send + 'a>>;
-
-/// The runtimes a sandbox may run as commands (`run/commands.rs`).
-pub trait CommandHost: Send + Sync {
-    /// Each command name, with the runtime that runs it.
-    fn available(&self) -> Vec<(String, String)>;
-
-    /// Runs `invocation` (a command name, not a path) in a child of `caller`.
-    fn run<'a>(&'a self, caller: &'a Arc<Sandbox>, invocation: Invocation) -> CommandFuture<'a>;
-}
 
 impl command_line::Host for StoreState {}
 
@@ -177,11 +161,11 @@ impl Sandbox {
     /// none: a command cannot run another.
     pub fn for_command(
         self: &Arc<Self>,
-        tools: Arc<std::collections::HashMap<String, super::Tool>>,
+        tools: Arc<std::collections::HashMap<String, super::sandbox::Tool>>,
         settings: Arc<Vec<(String, Vec<String>)>>,
-        mounts: Arc<Vec<super::Mount>>,
+        mounts: Arc<Vec<super::sandbox::Mount>>,
     ) -> Arc<Sandbox> {
-        Sandbox::new(super::SandboxConfig {
+        Sandbox::new(super::sandbox::SandboxConfig {
             engine: self.engine.clone(),
             programs: self.programs.clone(),
             tools,

@@ -20,7 +20,7 @@ use wasmtime_wasi::{I32Exit, WasiView};
 
 use super::filesystem::WasiQuotaFsView;
 use super::replay_clock::WasiReplayClocksView;
-use super::store::StoreState;
+use super::sandbox::StoreState;
 use crate::componentize::{EXIT_FIELD, EXIT_MODULE};
 
 /// What a plugin component may import: WASI, `process`, `config` and `commands`.

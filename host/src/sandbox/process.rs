@@ -11,8 +11,9 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::I32Exit;
 
 use super::program::load_program;
-use super::store::{new_store, ProgramIo, Stdin, StoreState};
-use super::{Sandbox, ToolLead};
+use super::sandbox::StoreState;
+use super::sandbox::{Sandbox, ToolLead};
+use super::store::{new_store, ProgramIo, Stdin};
 use crate::wit::resident::{Resident, ResidentInput};
 use crate::wit::runbox::plugin::{config, process};
 
@@ -97,7 +98,7 @@ pub(super) async fn child(
 /// its exit code.
 pub async fn run_tool(
     sandbox: &Arc<Sandbox>,
-    tool: &super::Tool,
+    tool: &super::sandbox::Tool,
     args: Vec<String>,
     env: Vec<(String, String)>,
 ) -> anyhow::Result<i32> {

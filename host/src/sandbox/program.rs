@@ -14,7 +14,7 @@
 //! - only enters the compiled cache (bounded by count and bytes) when the run that
 //!   produced it completes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,12 +22,11 @@ use std::time::Instant;
 use rustix::process::{Resource, Rlimit};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Semaphore;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Component;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
-use super::store::StoreState;
-use super::Sandbox;
+use super::sandbox::Sandbox;
+use super::sandbox::StoreState;
 use crate::componentize::transform_fingerprint;
 use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::{ProgramCompiler, SandboxEngine};
@@ -58,16 +57,6 @@ pub struct CompileLimitExceeded(pub String);
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct InvalidProgram(pub String);
-
-/// What the server shares for compiling produced programs.
-pub struct ProgramCompiles {
-    /// The tool linker of the program engine.
-    pub linker: Linker<StoreState>,
-    /// Compiles at once, server-wide.
-    pub slots: Arc<Semaphore>,
-    /// The runbox executable that runs [`COMPILE_SUBCOMMAND`].
-    pub compiler_exe: PathBuf,
-}
 
 /// The cache key of a produced program's bytes.
 fn program_key(bytes: &[u8]) -> String {

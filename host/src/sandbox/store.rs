@@ -4,15 +4,12 @@ use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::filesystem::WasiFilesystemCtxView;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::filesystem::{QuotaFsView, StoreDisk, WasiQuotaFsView};
-use super::replay_clock::{ReplayClocks, WasiReplayClocksView};
+use super::filesystem::StoreDisk;
+use super::sandbox::{Sandbox, StoreState};
 use super::tool_device::{DeviceContext, StoreDevices};
-use super::Sandbox;
-use crate::budget::memory::StoreMemoryLimiter;
 use crate::budget::output::Channel;
 use crate::wit::resident::ResidentInput;
 
@@ -35,49 +32,6 @@ pub enum Stdin {
     /// End of input at once.
     #[default]
     Empty,
-}
-
-pub struct StoreState {
-    wasi: WasiCtx,
-    pub(super) table: ResourceTable,
-    limiter: StoreMemoryLimiter,
-    disk: StoreDisk,
-    devices: StoreDevices,
-    pub(super) sandbox: Arc<Sandbox>,
-}
-
-impl WasiView for StoreState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiQuotaFsView for StoreState {
-    fn quota_fs(&mut self) -> QuotaFsView<'_> {
-        QuotaFsView {
-            inner: WasiFilesystemCtxView {
-                ctx: self.wasi.filesystem(),
-                table: &mut self.table,
-            },
-            disk: &mut self.disk,
-            devices: &mut self.devices,
-        }
-    }
-}
-
-impl WasiReplayClocksView for StoreState {
-    fn replay_clocks(&mut self) -> ReplayClocks<'_> {
-        ReplayClocks {
-            inner: wasmtime_wasi::clocks::WasiClocksCtxView {
-                ctx: self.wasi.clocks(),
-                table: &mut self.table,
-            },
-            journal: self.sandbox.journal.as_ref(),
-        }
-    }
 }
 
 /// Where a run sees the tools it may call (docs/tools.md), when the server has any.

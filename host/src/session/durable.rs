@@ -20,137 +20,14 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::store::now_ms;
-use super::stored::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
-use super::Session;
+use super::directory::now_ms;
+use super::entry::{self, content_bytes, output_digest, LoggedCall, StoredFile, StoredSession};
+use super::history::{History, MAX_HISTORY_BYTES};
+use super::session::Session;
 use crate::plugin::LoadedPlugin;
 use crate::run::limits::RunLimits;
-use crate::run::outcome::{RunOutcome, RunStatus};
+use crate::run::outcome::RunStatus;
 use crate::run::{RunError, RunRequest, Runner};
-use crate::sandbox::journal::MAX_DRAWS_BYTES;
-
-/// The most a session's history may hold in memory: its calls' requests, what they drew,
-/// and the files when it starts. Past it the session's interpreter state is not kept (it
-/// is stored with its files only), until a call resets the interpreter.
-pub const MAX_HISTORY_BYTES: u64 = 16 << 20;
-
-/// What rebuilds a session: where its journal starts, and the calls since.
-#[derive(Debug)]
-pub struct History {
-    created_ms: u64,
-    /// The working directory when the interpreter (re)started.
-    base: Vec<StoredFile>,
-    calls: Vec<LoggedCall>,
-    /// What `base` and `calls` hold, in bytes.
-    bytes: u64,
-    /// Why the history cannot rebuild the state; the session is then stored with its
-    /// files only.
-    broken: Option<String>,
-}
-
-/// A call's request, copied before it is handed to the sandbox.
-pub struct PendingCall {
-    code: String,
-    args: Vec<String>,
-    stdin: Option<Vec<u8>>,
-    files: Vec<(String, Vec<u8>)>,
-}
-
-impl PendingCall {
-    pub fn of(request: &RunRequest) -> PendingCall {
-        PendingCall {
-            code: request.code.clone(),
-            args: request.args.clone(),
-            stdin: request.stdin.clone(),
-            files: request.files.clone(),
-        }
-    }
-}
-
-impl History {
-    pub fn new() -> History {
-        History {
-            created_ms: now_ms(),
-            base: Vec::new(),
-            calls: Vec::new(),
-            bytes: 0,
-            broken: None,
-        }
-    }
-
-    /// The history stops describing the interpreter, for `why`.
-    fn give_up(&mut self, why: String) {
-        self.base.clear();
-        self.calls.clear();
-        self.bytes = 0;
-        self.broken = Some(why);
-    }
-
-    /// Books a call that ended: a completed one joins the history (in a runtime whose
-    /// interpreter keeps state); one that dropped the interpreter (`reset`) starts the
-    /// history again from the files as they are now.
-    pub fn after_call(
-        &mut self,
-        call: PendingCall,
-        outcome: &RunOutcome,
-        reset: bool,
-        session: &Session,
-    ) {
-        let draws = session
-            .sandbox
-            .journal
-            .as_ref()
-            .map(|j| j.take())
-            .unwrap_or_default();
-        if !session.keeps_state() {
-            return;
-        }
-        if outcome.status == RunStatus::Completed {
-            if self.broken.is_some() {
-                return;
-            }
-            let Some(draws) = draws else {
-                return self.give_up(format!(
-                    "a call drew more than {} MiB of random bytes and clock readings",
-                    MAX_DRAWS_BYTES >> 20
-                ));
-            };
-            let call = LoggedCall {
-                code: call.code,
-                args: call.args,
-                stdin: call.stdin,
-                files: call.files,
-                draws,
-                exit_code: outcome.exit_code.unwrap_or(0),
-                output_digest: output_digest(&outcome.output.stdout, &outcome.output.stderr),
-                duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-            };
-            if self.bytes + call.bytes() > MAX_HISTORY_BYTES {
-                return self.give_up(format!(
-                    "the record of its calls grew past {} MiB",
-                    MAX_HISTORY_BYTES >> 20
-                ));
-            }
-            self.bytes += call.bytes();
-            self.calls.push(call);
-            return;
-        }
-        if !reset {
-            return;
-        }
-        // A new interpreter starts from the files as they are now.
-        let mut used = 0;
-        match stored::snapshot_dir(&session.sandbox.scratch, MAX_HISTORY_BYTES, &mut used) {
-            Ok(files) => {
-                self.calls.clear();
-                self.base = files;
-                self.bytes = used;
-                self.broken = None;
-            }
-            Err(e) => self.give_up(format!("when its interpreter was reset, {e}")),
-        }
-    }
-}
 
 impl Session {
     pub(super) fn lock_history<'a>(
@@ -179,7 +56,7 @@ impl Session {
         stored_by: &str,
         plugin: &str,
         max_bytes: u64,
-    ) -> Result<StoredSession, stored::SnapshotError> {
+    ) -> Result<StoredSession, entry::SnapshotError> {
         let history = self.history.as_ref().map(|h| self.lock_history(h));
         let (created_ms, base, calls, lost) = match &history {
             Some(h) => (
@@ -191,7 +68,7 @@ impl Session {
             None => (now_ms(), Vec::new(), Vec::new(), None),
         };
         let mut used = record_bytes(&base, &calls);
-        let files = stored::snapshot_dir(&self.sandbox.scratch, max_bytes, &mut used)?;
+        let files = entry::snapshot_dir(&self.sandbox.scratch, max_bytes, &mut used)?;
         Ok(StoredSession {
             id: self.id.clone(),
             runtime: self.runtime.clone(),
@@ -242,7 +119,7 @@ impl Session {
         let scratch = &self.sandbox.scratch;
         self.sandbox.disk.forget_all();
         charge_restored(self, base)?;
-        stored::restore_dir(scratch, base).map_err(host)?;
+        entry::restore_dir(scratch, base).map_err(host)?;
         let limits = replay_limits(runner);
         let mut diverged = None;
         for (n, call) in calls.iter().enumerate() {
@@ -282,15 +159,15 @@ impl Session {
         // An exact replay left exactly `files` (and files its interpreter holds open stay
         // the ones it opened); anything else is replaced.
         let mut used = 0;
-        let replayed = stored::snapshot_dir(scratch, u64::MAX, &mut used);
+        let replayed = entry::snapshot_dir(scratch, u64::MAX, &mut used);
         if replayed.ok().as_deref() != Some(files) {
             if diverged.is_none() && !calls.is_empty() && !files_may_differ {
                 diverged = Some(calls.len());
             }
-            stored::clear_dir(scratch).map_err(host)?;
+            entry::clear_dir(scratch).map_err(host)?;
             self.sandbox.disk.forget_all();
             charge_restored(self, files)?;
-            stored::restore_dir(scratch, files).map_err(host)?;
+            entry::restore_dir(scratch, files).map_err(host)?;
         }
         Ok(diverged)
     }
@@ -311,9 +188,9 @@ impl Session {
             return Ok(false);
         }
         let mut used = 0;
-        let now = stored::snapshot_dir(&self.sandbox.scratch, MAX_HISTORY_BYTES * 16, &mut used)
+        let now = entry::snapshot_dir(&self.sandbox.scratch, MAX_HISTORY_BYTES * 16, &mut used)
             .map_err(|e| RunError::Host(format!("cannot rebuild the session: {e}")))?;
-        stored::clear_dir(&self.sandbox.scratch).map_err(host)?;
+        entry::clear_dir(&self.sandbox.scratch).map_err(host)?;
         // The stopped call may have changed the files: they are kept as it left them.
         let diverged = self.replay_onto(runner, &base, &calls, &now, true).await?;
         Ok(diverged.is_none())

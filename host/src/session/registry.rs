@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::store::{SessionStore, StoreError, Taken};
-use super::stored::StoredSession;
-use super::Session;
+use super::directory::{SessionStore, StoreError, Taken};
+use super::entry::StoredSession;
+use super::session::Session;
 use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
@@ -299,7 +299,7 @@ impl Sessions {
             }
         };
         if let Taken::Abandoned { by } = taken {
-            let ago = super::store::now_ms().saturating_sub(stored_ms) / 1000;
+            let ago = super::directory::now_ms().saturating_sub(stored_ms) / 1000;
             session.add_notice(format!(
                 "This session was resumed from the session store as it was stored {ago} s \
                  ago: the server that had it since ({by}) stopped without storing it, so \
@@ -576,7 +576,11 @@ impl Inner {
 /// A thread that ends idle sessions, checking a few times per `idle` period (and often
 /// enough to keep leases fresh); it stops when the sessions are dropped.
 fn start_reaper(inner: Weak<Inner>, idle: Duration) {
-    let tick = sweeper::quarter_of(idle, Duration::from_millis(50), super::store::LEASE_REFRESH);
+    let tick = sweeper::quarter_of(
+        idle,
+        Duration::from_millis(50),
+        super::directory::LEASE_REFRESH,
+    );
     sweeper::start(
         "runbox-sessions",
         "idle sessions will not expire",

@@ -1,7 +1,7 @@
 //! `--session-store DIR`: where sessions go when they hibernate, and where any replica
 //! sharing the directory finds them again.
 //!
-//! Each session is one file, `ID.session` (see `stored.rs` for its bytes), replaced
+//! Each session is one file, `ID.session` (see `entry.rs` for its bytes), replaced
 //! atomically: written to a temporary file in the same directory, synced, renamed over
 //! the old one, and the directory synced; a crash mid-write leaves the previous entry.
 //! Bounded: at most `max_entries` entries of at most `max_entry_bytes` each, each kept
@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::stored::{EntryError, StoredSession};
+use super::entry::{EntryError, StoredSession};
 
 /// Entries kept at once, by default.
 pub const DEFAULT_MAX_STORED: usize = 1000;

@@ -40,7 +40,7 @@ pub struct StoredSession {
     /// Milliseconds since the Unix epoch.
     pub created_ms: u64,
     pub stored_ms: u64,
-    /// The process that stored it (see `store.rs`, leases).
+    /// The process that stored it (see `directory.rs`, leases).
     pub stored_by: String,
     /// The working directory when the journal starts: empty for a new session, the
     /// files kept when a call reset the interpreter.
