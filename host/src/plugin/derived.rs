@@ -161,7 +161,7 @@ impl Deriver<'_> {
             .get(name)
             .ok_or_else(|| anyhow::anyhow!("`{name}` is not a tool of this plugin"))?
             .clone();
-        let env = super::parse_env(&derived.env);
+        let env = super::tool_loader::parse_env(&derived.env);
         let sandbox = Sandbox::new(SandboxConfig {
             engine: self.engine.clone(),
             programs: Arc::new(ProgramCompiles {

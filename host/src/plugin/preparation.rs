@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::error::PluginError;
+use super::load::{load_plugin_telling, Hooks, LoadedPlugin};
 use crate::engine::SandboxEngine;
 use crate::manifest::PluginSpec;
 use crate::plugin::artifact::{Cache, Progress};
-use crate::plugin::{load_plugin_telling, Hooks, LoadedPlugin, PluginError};
 use crate::sandbox::StoreState;
 
 /// Where a runtime's preparation stands.

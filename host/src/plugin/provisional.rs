@@ -16,9 +16,10 @@
 //! two. The compile is quick (`engine::quick_compiler`: no optimisations, about twice as
 //! fast to compile, its code slower) and kept in memory only.
 
+use super::error::PluginError;
+use super::tool_loader::{parse_env, ToolLoader};
 use crate::componentize::{componentize_tool, ToolRecipe};
 use crate::manifest::ToolSpec;
-use crate::plugin::{parse_env, PluginError, ToolLoader};
 use crate::sandbox::{Tool, ToolLead};
 
 /// Tool `name` (a reactor with a snapshot) as it runs before its snapshot is taken.
