@@ -34,8 +34,8 @@ use runbox::service::{
     DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_TOOL_CALLS,
 };
 
+use super::global::GlobalArgs;
 use super::limits::{seconds, LimitArgs};
-use super::GlobalArgs;
 
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {

@@ -9,7 +9,7 @@ use runbox::service::cache_state;
 use runbox::service::RunboxOptions;
 use runbox::service::{ProgramCompiler, SandboxEngine};
 
-use super::GlobalArgs;
+use super::global::GlobalArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum PluginsCommand {

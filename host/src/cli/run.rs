@@ -11,13 +11,14 @@ use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use runbox::service::{OutputFile, ReturnCaps};
 use tokio_util::sync::CancellationToken;
 
+use super::exit::{EXIT_CRASHED, EXIT_TERMINATED, EXIT_TIMEOUT};
+use super::global::{check_runtime_name, runtime_help, GlobalArgs};
 use super::limits::{seconds, LimitArgs};
 use super::terminal::replay_as_terminal;
-use super::{check_runtime_name, GlobalArgs, EXIT_CRASHED, EXIT_TERMINATED, EXIT_TIMEOUT};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    #[arg(help = super::runtime_help())]
+    #[arg(help = runtime_help())]
     pub runtime: String,
     /// The program file; `-` or nothing reads it from standard input.
     pub file: Option<PathBuf>,

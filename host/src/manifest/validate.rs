@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::{AdapterSpec, ArtifactSpec, ManifestError, PluginSpec, ToolSpec};
+use super::error::ManifestError;
+use super::schema::{AdapterSpec, ArtifactSpec, PluginSpec, ToolSpec};
 
 /// Why one field is refused: (field, message); the caller adds the file and entry.
 type FieldError = (String, String);

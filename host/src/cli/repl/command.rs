@@ -24,14 +24,11 @@ use clap::Args;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
 
-#[path = "repl_complete.rs"]
-mod complete;
-
-use super::limits::seconds;
-use super::repl_input::{Blocks, Statements};
-use super::terminal::replay_as_terminal;
-use super::{check_runtime_name, GlobalArgs};
-use complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
+use super::complete::{python_matches, python_program, split_python_word, Ask, Helper, Words};
+use super::input::{Blocks, Statements};
+use crate::cli::global::{check_runtime_name, runtime_help, GlobalArgs};
+use crate::cli::limits::seconds;
+use crate::cli::terminal::replay_as_terminal;
 use runbox::service::{escaped_name, OutputFile, ReturnCaps};
 use runbox::service::{LimitOverrides, LimitSettings, RunRequest, Runbox, RunboxOptions};
 use runbox::service::{RunOutcome, RunStatus, StateAfter};
@@ -39,7 +36,7 @@ use runbox::service::{StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_STORED_TTL
 
 #[derive(Debug, Args)]
 pub struct ReplArgs {
-    #[arg(help = super::runtime_help())]
+    #[arg(help = runtime_help())]
     pub runtime: String,
     /// Wall-clock limit of each block, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
@@ -622,7 +619,7 @@ impl ReplSession<'_> {
             });
             return None;
         }
-        Some(complete::parse_names(&outcome.stdout()))
+        Some(super::complete::parse_names(&outcome.stdout()))
     }
 }
 
