@@ -832,7 +832,7 @@ fn the_docs_agree_with_the_code() {
     assert!(checked >= 20, "only {checked} defaults checked");
 
     // An idle protocol session of a handshake-era HTTP client.
-    let keep_alive = runbox::mcp::transport::http_sessions::KEEP_ALIVE.as_secs();
+    let keep_alive = runbox::mcp::transport::http::protocol_sessions::KEEP_ALIVE.as_secs();
     assert!(
         settings_doc.contains(&format!(
             "idle protocol session is dropped after {keep_alive} s"

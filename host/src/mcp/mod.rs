@@ -30,10 +30,10 @@ pub use handler::tasks::{
     TaskSettings, DEFAULT_MAX_TASKS, DEFAULT_MAX_TASK_TIMEOUT, DEFAULT_TASK_AFTER,
 };
 pub use intake::MAX_MESSAGE_BYTES;
-pub use transport::access::{self, HttpAccess};
+pub use transport::http::access::{self, HttpAccess};
+pub use transport::http::ops::DEFAULT_DRAIN_TIMEOUT;
+pub use transport::http::protocol_sessions::DEFAULT_MAX_HTTP_SESSIONS;
 pub use transport::http::{check_bind, HttpLimits, DEFAULT_MAX_CONNECTIONS};
-pub use transport::http_sessions::DEFAULT_MAX_HTTP_SESSIONS;
-pub use transport::ops::DEFAULT_DRAIN_TIMEOUT;
 
 /// How `runbox mcp` is reached.
 pub enum Transport {

@@ -536,7 +536,7 @@ impl ServerHandler for RunboxServer {
             return Ok(ReadResourceResult::new(vec![app::contents()]).into());
         }
         // Through rmcp the answer's charge ends here, once it is rendered: over HTTP
-        // runbox sends these reads itself, charged until sent (`transport/http.rs`).
+        // runbox sends these reads itself, charged until sent (`transport/http/server.rs`).
         let (contents, _answer) = self.read_kept(&request.uri)?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }

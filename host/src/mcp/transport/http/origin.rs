@@ -1,7 +1,7 @@
 //! The `Origin` and `Host` checks every HTTP request passes before anything answers it.
 //!
 //! rmcp checks both inside its transport, but runbox answers some requests before rmcp
-//! sees them (a handshake-era `resources/read`, a refused `initialize`; see `transport/http.rs`),
+//! sees them (a handshake-era `resources/read`, a refused `initialize`; see `transport/http/server.rs`),
 //! so the same rules run here first, for every request to the MCP path, whatever its
 //! method or revision: a foreign `Origin` (a web page driving a local server) and, on
 //! a loopback server, a `Host` that is not loopback (DNS rebinding) get 403.
@@ -147,7 +147,7 @@ pub async fn check(State(rules): State<OriginRules>, request: Request, next: Nex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::transport::access::allowed_origins;
+    use crate::mcp::transport::http::access::allowed_origins;
 
     fn loopback() -> OriginRules {
         OriginRules::new(&allowed_origins(true, &[]), true)

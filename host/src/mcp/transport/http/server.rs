@@ -3,25 +3,25 @@
 //!
 //! - Who may call: it binds loopback by default; any other address needs a bearer token,
 //!   and whenever a token is set every request without `Authorization: Bearer <token>`
-//!   gets 401. A request whose `Origin` is not allowed ([`crate::mcp::transport::access`]) gets 403, and
+//!   gets 401. A request whose `Origin` is not allowed ([`super::access`]) gets 403, and
 //!   so does one whose `Host` is not loopback on a loopback server (against DNS
-//!   rebinding): checked first, for every request ([`crate::mcp::transport::origin`]).
+//!   rebinding): checked first, for every request ([`super::origin`]).
 //! - What a connection may hold: at most `--max-connections` at once (the rest wait in
 //!   the kernel's backlog, leaving descriptors for runs), HTTP/1.1 with the request
 //!   headers due within [`HEADER_READ_TIMEOUT`] and the body within
 //!   [`BODY_READ_TIMEOUT`]; a client that stops reading what it is sent is cut off after
-//!   [`STALLED_WRITE_TIMEOUT`] ([`crate::mcp::transport::stalled_write`]).
+//!   [`STALLED_WRITE_TIMEOUT`] ([`super::stalled_write`]).
 //! - What a message may cost: every body is screened before rmcp parses it
 //!   ([`crate::mcp::intake`]); parsing is charged to the server's memory budget until the
 //!   response starts.
-//! - Beside `/mcp`: `/healthz`, `/readyz` and `/metrics` ([`crate::mcp::transport::ops`]). The first
+//! - Beside `/mcp`: `/healthz`, `/readyz` and `/metrics` ([`super::ops`]). The first
 //!   SIGTERM (or ctrl-c) drains: new sessions are refused, work under way finishes
 //!   (within `--drain-timeout`), then the server stops; a second one stops it at once.
-//!   A replica's handshake-era session ids carry its id ([`crate::mcp::transport::session_ids`]).
+//!   A replica's handshake-era session ids carry its id ([`super::session_ids`]).
 //! - Clients of the 2026-07-28 revision are served statelessly, their answers as one JSON
 //!   body when nothing precedes them (a big `resources/read` is not limited by a client's
 //!   cap on one server-sent event). Handshake-era clients get a capped protocol session
-//!   ([`crate::mcp::transport::http_sessions`]); their `resources/read` is answered here as one JSON body
+//!   ([`super::protocol_sessions`]); their `resources/read` is answered here as one JSON body
 //!   too, for the same reason. Either era's read is charged to the server's budget
 //!   until its client has taken it.
 
@@ -44,14 +44,14 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::access::{self, Bearer, HttpAccess};
+use super::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT, DRAIN_GRACE};
+use super::origin::{self, OriginRules};
+use super::protocol_sessions::{CappedProtocolSessions, DEFAULT_MAX_HTTP_SESSIONS};
+use super::session_ids::replica_session_ids;
+use super::stalled_write::{StalledWriteTimeout, STALLED_WRITE_TIMEOUT};
 use crate::mcp::handler::server::RunboxServer;
 use crate::mcp::intake::{Intake, Refusal, MAX_MESSAGE_BYTES};
-use crate::mcp::transport::access::{self, Bearer, HttpAccess};
-use crate::mcp::transport::http_sessions::{CappedSessions, DEFAULT_MAX_HTTP_SESSIONS};
-use crate::mcp::transport::ops::{self, Ops, DEFAULT_DRAIN_TIMEOUT, DRAIN_GRACE};
-use crate::mcp::transport::origin::{self, OriginRules};
-use crate::mcp::transport::session_ids::replica_session_ids;
-use crate::mcp::transport::stalled_write::{StalledWriteTimeout, STALLED_WRITE_TIMEOUT};
 use crate::service::Held;
 
 /// The path clients connect to.
@@ -102,7 +102,7 @@ pub fn check_bind(addr: SocketAddr, access: &HttpAccess) -> Result<()> {
 struct Screen {
     intake: Intake,
     server: RunboxServer,
-    sessions: Arc<CappedSessions>,
+    sessions: Arc<CappedProtocolSessions>,
 }
 
 /// The axum app: MCP at [`PATH`], every body screened, guarded by the token when there is
@@ -111,7 +111,7 @@ struct Screen {
 pub fn router(
     server: RunboxServer,
     intake: Intake,
-    sessions: Arc<CappedSessions>,
+    sessions: Arc<CappedProtocolSessions>,
     ops: &Ops,
     access: &HttpAccess,
     loopback_only: bool,
@@ -262,7 +262,7 @@ impl Screen {
             (Some("initialize"), None) if self.sessions.is_full() => {
                 let error = json!({"jsonrpc": "2.0", "id": head.id, "error": {
                     "code": ErrorCode::INTERNAL_ERROR.0,
-                    "message": crate::mcp::transport::http_sessions::SessionsError::Full {
+                    "message": crate::mcp::transport::http::protocol_sessions::SessionsError::Full {
                         max: self.sessions.max()
                     }.to_string()}});
                 let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &error);
@@ -408,7 +408,7 @@ pub async fn serve(
 ) -> Result<()> {
     check_bind(addr, access)?;
     let shutdown = CancellationToken::new();
-    let sessions = Arc::new(CappedSessions::new(
+    let sessions = Arc::new(CappedProtocolSessions::new(
         limits.max_sessions,
         server.server_memory(),
     ));

@@ -6,7 +6,7 @@
 //! 10,000 `initialize` requests held half a gigabyte for five minutes, so here at most
 //! `--max-http-sessions` are open, each charged [`SESSION_BYTES`] to the server's budget,
 //! and each ends after [`KEEP_ALIVE`] without requests. One more `initialize` is refused
-//! at once (`503`, see `http.rs`).
+//! at once (`503`, see `server.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -45,21 +45,21 @@ pub enum SessionsError {
 }
 
 /// rmcp's local session manager, capped and charged to the server's budget.
-pub struct CappedSessions {
+pub struct CappedProtocolSessions {
     inner: LocalSessionManager,
     max: usize,
     budget: MemoryBudget,
     held: Mutex<HashMap<SessionId, Reservation>>,
 }
 
-impl CappedSessions {
-    pub fn new(max: usize, budget: MemoryBudget) -> CappedSessions {
+impl CappedProtocolSessions {
+    pub fn new(max: usize, budget: MemoryBudget) -> CappedProtocolSessions {
         let mut inner = LocalSessionManager::default();
         let mut config = SessionConfig::default();
         config.keep_alive = Some(KEEP_ALIVE);
         config.init_timeout = Some(Duration::from_secs(30));
         inner.session_config = config;
-        CappedSessions {
+        CappedProtocolSessions {
             inner,
             max,
             budget,
@@ -82,7 +82,7 @@ impl CappedSessions {
     }
 }
 
-impl SessionManager for CappedSessions {
+impl SessionManager for CappedProtocolSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
@@ -163,7 +163,7 @@ mod tests {
     #[tokio::test]
     async fn sessions_are_capped_and_charged() {
         let budget = MemoryBudget::new(1 << 30);
-        let sessions = CappedSessions::new(2, budget.clone());
+        let sessions = CappedProtocolSessions::new(2, budget.clone());
         let (a, _ta) = sessions.create_session().await.unwrap();
         let (_b, _tb) = sessions.create_session().await.unwrap();
         assert!(sessions.is_full());
@@ -173,7 +173,7 @@ mod tests {
         sessions.close_session(&a).await.unwrap();
         assert_eq!(budget.used(), SESSION_BYTES);
         let (_c, _tc) = sessions.create_session().await.unwrap();
-        let tight = CappedSessions::new(10, MemoryBudget::new(SESSION_BYTES - 1));
+        let tight = CappedProtocolSessions::new(10, MemoryBudget::new(SESSION_BYTES - 1));
         assert!(matches!(
             tight.create_session().await.err().unwrap(),
             SessionsError::Busy

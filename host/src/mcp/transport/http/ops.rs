@@ -26,9 +26,9 @@ use axum::routing::get;
 use axum::Router;
 use futures::StreamExt;
 
+use super::protocol_sessions::CappedProtocolSessions;
 use crate::mcp::handler::server::RunboxServer;
 use crate::mcp::handler::tasks::POLL_INTERVAL_MS;
-use crate::mcp::transport::http_sessions::CappedSessions;
 use crate::service::Exposition;
 
 /// How long a server waits for work under way when it drains, by default.
@@ -44,7 +44,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Ops {
     server: RunboxServer,
-    http_sessions: Arc<CappedSessions>,
+    http_sessions: Arc<CappedProtocolSessions>,
     /// MCP requests (POSTs) being answered now, until their answer's last byte.
     answering: Arc<AtomicUsize>,
     /// Set when the server stops taking requests.
@@ -52,7 +52,7 @@ pub struct Ops {
 }
 
 impl Ops {
-    pub fn new(server: RunboxServer, http_sessions: Arc<CappedSessions>) -> Ops {
+    pub fn new(server: RunboxServer, http_sessions: Arc<CappedProtocolSessions>) -> Ops {
         Ops {
             server,
             http_sessions,
