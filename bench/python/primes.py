@@ -1,4 +1,4 @@
-# The first 5000 primes by trial division (issue 33's program), ten times over.
+# The first 5000 primes by trial division (bench/RESULTS.md, "Where runbox still trails"), ten times over.
 
 
 def primes():

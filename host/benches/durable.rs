@@ -1,4 +1,4 @@
-//! Durable sessions (issue 21): hibernating and resuming sessions through a session
+//! Durable sessions (docs/scale-out.md): hibernating and resuming sessions through a session
 //! store, in-process.
 //!
 //! `cargo bench --bench durable [-- ROUNDS]` (default 5 rounds) makes a python session

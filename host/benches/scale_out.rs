@@ -1,4 +1,4 @@
-//! Scale-out (issue 20): replicas of `runbox mcp --http` behind HAProxy, configured by
+//! Scale-out (docs/scale-out.md): replicas of `runbox mcp --http` behind HAProxy, configured by
 //! `deploy/haproxy/generate`, as `tests/mcp_client/scale_out.py` starts them.
 //!
 //! `cargo bench --bench scale_out` starts three replicas of the real binary (default

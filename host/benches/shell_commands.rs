@@ -1,4 +1,4 @@
-//! The shell as the hub (issue 29): what a runtime command inside a shell pipeline costs,
+//! The shell as the hub (docs/plugins.md, "Runtimes as commands"): what a runtime command inside a shell pipeline costs,
 //! beside the same runtime called directly.
 //!
 //! `cargo bench --bench shell_commands [-- ROUNDS]` (default 9 rounds, taken in turn, one
@@ -106,7 +106,7 @@ async fn bench(rounds: usize) {
             direct[i].push(run(&runbox, case.direct_runtime, case.direct_code, case.files).await);
         }
     }
-    println!("## Runtime commands in the shell (issue 29)\n");
+    println!("## Runtime commands in the shell\n");
     println!(
         "One run_code call each, in-process, warm; {rounds} rounds taken in turn; median ms.\n"
     );

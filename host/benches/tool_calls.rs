@@ -1,4 +1,4 @@
-//! Code mode (issue 28): what one tool call costs a program in the sandbox, beside the same
+//! Code mode (docs/tools.md): what one tool call costs a program in the sandbox, beside the same
 //! call made directly by an MCP client.
 //!
 //! `cargo bench --bench tool_calls [-- ROUNDS]` (default 15 rounds). The upstream is npm's
@@ -113,7 +113,7 @@ async fn bench(rounds: usize) {
     .await;
     gateway.stop();
 
-    println!("## Tool calls (code mode, issue 28)\n");
+    println!("## Tool calls (code mode)\n");
     println!("server-everything's `echo` over stdio, warm; {CALLS} calls per run, {rounds} runs; ms per call (median).\n");
     println!("| call | ms per call | added over the direct call |");
     println!("| --- | --- | --- |");

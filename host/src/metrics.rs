@@ -6,7 +6,7 @@
 //! asked for, by whoever owns them.
 //!
 //! The format is written here rather than by the `prometheus-client` crate, kept so on
-//! purpose (issue 32). Measured with prometheus-client 0.24.1 on this module's metrics,
+//! purpose. Measured with prometheus-client 0.24.1 on this module's metrics,
 //! its text encoder (OpenMetrics) writes `le` first (`{le="+Inf",runtime="python"}`,
 //! which tests/mcp_client/ops.py reads as `{runtime="python",le="+Inf"}`), bounds as
 //! `le="10.0"` and `le="60.0"` (the test below reads `"10"` and `"60"`), a counter's

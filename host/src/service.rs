@@ -14,9 +14,21 @@ use indexmap::IndexMap;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Waiting};
+use crate::plugin::{LoadedPlugin, PluginError};
+use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
+use crate::run::classify::cancelled_before_start;
 use crate::run::commands::RuntimeCommands;
 pub use crate::run::limits::{LimitOverrides, LimitSettings};
+use crate::run::scratch::{ScratchError, ScratchRoot};
+use crate::run::Runner;
 pub use crate::run::{RunError, RunRequest};
+use crate::sandbox::linker::{plugin_linker, tool_linker};
+use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
+use crate::sandbox::ProgramCompiles;
+use crate::session::directory::SessionStore;
+use crate::session::{Durability, Session, SessionError, Sessions};
+use crate::wit::exports::runbox::plugin::runtime;
 
 // What the faces above the service (the MCP server, the conformance suite, the command
 // line) use of the layers below: they name it through the service alone.
@@ -76,19 +88,6 @@ impl From<crate::files::FileError> for CallError {
         CallError::Run(e.into())
     }
 }
-
-use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Waiting};
-use crate::plugin::{LoadedPlugin, PluginError};
-use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
-use crate::run::classify::cancelled_before_start;
-use crate::run::scratch::{ScratchError, ScratchRoot};
-use crate::run::Runner;
-use crate::sandbox::linker::{plugin_linker, tool_linker};
-use crate::sandbox::store::MAX_RESOURCES_PER_STORE;
-use crate::sandbox::ProgramCompiles;
-use crate::session::directory::SessionStore;
-use crate::session::{Durability, Session, SessionError, Sessions};
-use crate::wit::exports::runbox::plugin::runtime;
 
 /// Sessions open at once, by default.
 pub const DEFAULT_MAX_SESSIONS: usize = 16;

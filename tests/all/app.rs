@@ -1,4 +1,4 @@
-//! The result app (issue 31): an MCP App (`io.modelcontextprotocol/ui`) that shows a
+//! The result app (docs/mcp.md): an MCP App (`io.modelcontextprotocol/ui`) that shows a
 //! `run_code` result to a person.
 //!
 //! - In-process, through rmcp's client: a client that declares the extension gets

@@ -1,22 +1,16 @@
 //! Code mode (docs/tools.md): programs in the sandbox call the tools of real upstream MCP
-//! servers, npm's `server-everything`, `server-filesystem` and `server-memory` (installed
-//! once into `target/mcp-upstream`), PyPI's `mcp-server-time` and `mcp-server-git` (in the
-//! scenarios' venv, tests/mcp_client/requirements.txt) and
+//! servers, npm's `server-everything`, `server-filesystem` and `server-memory` (pinned in
+//! tests/mcp_client/npm-packages.toml, installed once into `target/mcp-upstream`), PyPI's
+//! `mcp-server-time` and `mcp-server-git` (in the scenarios' venv,
+//! tests/mcp_client/requirements.txt) and
 //! `tests/mcp_client/upstream_failures.py` (the Python SDK's server), driven through the
 //! Python SDK's default `Client` and its handshake-era `ClientSession.initialize()` (the
 //! scenarios are `tests/mcp_client/code_mode.py`).
 
 use crate::mcp::{npm_prefix, scenario_with_env};
 
-const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
-const SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
-const SERVER_MEMORY: &str = "@modelcontextprotocol/server-memory@2026.8.31";
-
 fn code_mode(scenario: &str, client: &str) {
-    let prefix = npm_prefix(
-        "mcp-upstream",
-        &[SERVER_EVERYTHING, SERVER_FILESYSTEM, SERVER_MEMORY],
-    );
+    let prefix = npm_prefix("mcp-upstream");
     let prefix = prefix.to_string_lossy().into_owned();
     scenario_with_env(
         "code_mode.py",

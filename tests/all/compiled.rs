@@ -1,6 +1,7 @@
 //! C (`clang`) and C++ (`clangpp`) end to end: the program is compiled by clang and linked
 //! by wasm-ld inside the sandbox, then run there. The samples in plugins.toml are checked
-//! by tests/all/runtimes.rs; these are the rest of issue 4's list.
+//! by tests/all/runtimes.rs; these are the rest: what C and C++ programs
+//! commonly need (docs/runtimes.md, "C and C++").
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! The languages added as plugins (issue 23), checked as the issue states them: `shell`'s
+//! The languages added as plugins (docs/runtimes.md), checked on what users ask of them: `shell`'s
 //! tools on input files, a TypeScript program with interfaces, generics and an enum (a
 //! type error not reported, a syntax error at its line), and `prolog` from a plugins.toml
 //! entry alone.
@@ -188,7 +188,7 @@ async fn prolog_runs_a_program_and_reports_its_errors() {
     assert_eq!(out.stdout(), "bye\n");
 }
 
-/// Issue 29, point 3: Trealla reports running out of memory as a failure ("goal failed:
+/// Trealla reports running out of memory as a failure ("goal failed:
 /// main"); the result's notice says what the host saw, and a plain failure has none.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_endless_prolog_recursion_says_it_ran_out_of_memory() {

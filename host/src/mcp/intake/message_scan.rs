@@ -2,7 +2,8 @@
 //! The transports cap a message's bytes ([`crate::mcp::MAX_MESSAGE_BYTES`]), but rmcp parses
 //! the whole message into `serde_json::Value`s before any of runbox's checks run, and
 //! a value costs far more heap than its text: a 57 MiB array of zeros took 5.6 GB
-//! (issue 18.1). [`scan`] walks the bytes once, with O(1) memory and no allocation, counting every value (object, array, string, object key, number,
+//! (tests/mcp_client/hardening.py sends such messages). [`scan`] walks the bytes once, with
+//! O(1) memory and no allocation, counting every value (object, array, string, object key, number,
 //! `true`/`false`/`null`) and the nesting depth, and stops at the first byte that
 //! passes a [`MessageLimits`]. It does not validate the grammar (serde_json does that
 //! next) but never counts fewer values or levels than serde_json would build from the
