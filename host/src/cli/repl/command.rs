@@ -1,9 +1,9 @@
 //! `runbox repl RUNTIME`: a session at a terminal, so a person sees what a model sees.
 //!
-//! Each entered block is one `run_code` call in one session; `repl_input.rs` says where a
+//! Each entered block is one `run_code` call in one session; `input.rs` says where a
 //! block ends for each runtime. At a terminal the line is edited with rustyline: arrows,
 //! history (kept per runtime in the user's data directory), Tab indents or completes
-//! (`repl_complete.rs`: in python, the interpreter's names), Ctrl-C clears the line,
+//! (`complete.rs`: in python, the interpreter's names), Ctrl-C clears the line,
 //! Ctrl-D leaves. Ctrl-C while a block runs stops it and keeps the session's state: the
 //! session keeps a journal of its blocks (as a durable session does, see
 //! `session/durable.rs`), and the interpreter is rebuilt from the blocks before, by
@@ -352,7 +352,7 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
         .map(|r| r.language)
         .unwrap_or_default();
     let statements = Statements::of(runtime, &language);
-    // python's names come from its interpreter (`repl_complete.rs`); other runtimes'
+    // python's names come from its interpreter (`complete.rs`); other runtimes'
     // from the words typed.
     let interpreter_names = statements == Statements::Python && session.keeps_state;
     let mut reader = Reader::new(runtime, interpreter_names);
@@ -566,7 +566,7 @@ impl ReplSession<'_> {
 
     /// What `word` may complete to among the interpreter's names: the names of its
     /// expression, asked of the session once until the next block (see
-    /// `repl_complete.rs`).
+    /// `complete.rs`).
     async fn names(&mut self, word: &str) -> Vec<String> {
         let (expr, _) = split_python_word(word);
         if !self.names.contains_key(expr) {

@@ -8,7 +8,7 @@
 //! match completes; several complete their common prefix, and a second Tab lists them
 //! (rustyline's `CompletionType::List`, readline's way).
 //!
-//! The line editor runs on a thread of its own (see `repl.rs`); a Tab that needs the
+//! The line editor runs on a thread of its own (see `command.rs`); a Tab that needs the
 //! interpreter sends an [`Ask`] to the REPL's loop, which runs the program in the session
 //! and answers.
 
@@ -27,7 +27,7 @@ use rustyline::Context;
 pub const INDENT: &str = "    ";
 
 /// The longest a Tab waits for the interpreter's names (the REPL's loop stops the lookup
-/// before that, see `repl.rs`).
+/// before that, see `command.rs`).
 const ANSWER_TIME: Duration = Duration::from_secs(20);
 
 /// A Tab's question to the REPL's loop: what `word` (`pri`, `math.sq`) may complete to.
