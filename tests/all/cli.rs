@@ -3,6 +3,7 @@
 use crate::common;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn runbox_cmd() -> Command {
@@ -300,16 +301,25 @@ fn plugins_test_passes_a_good_plugin_and_fails_a_wrong_sample() {
     assert!(report.contains("ok    quickjs describe"), "{report}");
     assert!(report.contains(" 0 failed"), "{report}");
 
-    // The same runtime with a sample whose expectation is wrong must fail the suite.
+    // The same runtime with a sample whose expectation is wrong must fail the suite: its
+    // entry, beside a copy of the files it includes with that one sample changed.
     let builtin = runbox::manifest::DEFAULT_MANIFEST;
     let start = builtin.find("[plugins.quickjs]").unwrap();
     let end = builtin[start..].find("[plugins.ruby]").unwrap() + start;
-    let entry =
-        builtin[start..end].replacen("stdout = \"hello, world\\n\"", "stdout = \"goodbye\\n\"", 1);
-    assert!(entry.contains("goodbye"));
     let dir = tempfile::tempdir().unwrap();
+    let runtime_dir = dir.path().join("runtimes/quickjs");
+    std::fs::create_dir_all(&runtime_dir).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtimes/quickjs");
+    for file in std::fs::read_dir(&source).unwrap() {
+        let file = file.unwrap();
+        std::fs::copy(file.path(), runtime_dir.join(file.file_name())).unwrap();
+    }
+    let samples = std::fs::read_to_string(source.join("samples.toml")).unwrap();
+    let wrong = samples.replacen("stdout = \"hello, world\\n\"", "stdout = \"goodbye\\n\"", 1);
+    assert!(wrong.contains("goodbye"));
+    std::fs::write(runtime_dir.join("samples.toml"), wrong).unwrap();
     let file = dir.path().join("plugins.toml");
-    std::fs::write(&file, entry).unwrap();
+    std::fs::write(&file, &builtin[start..end]).unwrap();
     let out = runbox_cmd()
         .arg("--plugins")
         .arg(&file)
