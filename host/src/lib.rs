@@ -24,6 +24,7 @@ pub mod run;
 pub mod sandbox;
 pub mod service;
 pub mod session;
+pub mod state;
 pub mod sweeper;
 pub mod upstream;
 pub mod wit;

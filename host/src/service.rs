@@ -89,6 +89,9 @@ impl From<crate::files::FileError> for CallError {
     }
 }
 
+/// The most sessions one fork makes.
+pub const MAX_FORKS: usize = 16;
+
 /// Sessions open at once, by default.
 pub const DEFAULT_MAX_SESSIONS: usize = 16;
 /// How long a session lives without calls, by default.
@@ -545,6 +548,34 @@ impl Runbox {
             idle_timeout: self.sessions.idle_timeout(),
             keeps_state: session.keeps_state(),
         })
+    }
+
+    /// `count` new sessions, each with session `id`'s state and files as they are now
+    /// (after its call under way); each then lives on its own. Refused whole when they
+    /// do not all fit.
+    pub async fn fork_session(
+        &self,
+        id: &str,
+        count: usize,
+    ) -> Result<Vec<SessionInfo>, CallError> {
+        if !(1..=MAX_FORKS).contains(&count) {
+            return Err(SessionError::Fork {
+                id: id.to_string(),
+                why: format!("`count` must be from 1 to {MAX_FORKS}, not {count}"),
+            }
+            .into());
+        }
+        let source = self.session_for(id, "").await?;
+        let children = self.sessions.fork(&self.runner, &source, count).await?;
+        Ok(children
+            .iter()
+            .map(|session| SessionInfo {
+                session_id: session.id.clone(),
+                runtime: session.runtime.clone(),
+                idle_timeout: self.sessions.idle_timeout(),
+                keeps_state: session.keeps_state(),
+            })
+            .collect())
     }
 
     /// Ends session `id` and removes its files.

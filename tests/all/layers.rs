@@ -19,9 +19,10 @@ const LAYERS: &[&[&str]] = &[
     &["budget", "metrics", "replica", "sweeper", "adapters"],
     &["files"],
     &["manifest", "wit"],
-    // The engine and the compiled cache; componentize and the snapshot.
+    // The engine and the compiled cache.
     &["engine"],
-    &["componentize"],
+    // componentize and the snapshot; an instance's state through the accessors it adds.
+    &["componentize", "state"],
     // Code mode's gateway, which the sandbox's /tools device talks to.
     &["upstream"],
     &["sandbox"],

@@ -52,3 +52,4 @@ mod runtimes;
 mod scale_out;
 mod scratch_limits;
 mod shell_hub;
+mod snapshots;

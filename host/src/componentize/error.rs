@@ -8,6 +8,8 @@ pub enum ComponentizeError {
     Reencode(String),
     #[error("cannot turn the module into a component: {0:#}")]
     Encode(anyhow::Error),
+    #[error("cannot reach the component's state: {0}")]
+    StateAccess(String),
     #[error("cannot start the module as a command: {0}")]
     Reactor(String),
 }

@@ -14,6 +14,7 @@
 mod error;
 pub mod reactor;
 pub mod snapshot;
+pub mod state_access;
 pub mod stubs;
 
 pub use error::ComponentizeError;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{InstancePre, Linker};
 
+use crate::componentize::state_access::add_state_access;
 use crate::componentize::{binary_kind, transform_fingerprint, BinaryKind};
 use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::SandboxEngine;
@@ -15,6 +16,7 @@ use crate::manifest::{AdapterSpec, MountSpec, PluginSpec};
 use crate::plugin::artifact::{ArtifactError, Cache, Progress};
 use crate::sandbox::StoreState;
 use crate::sandbox::{Mount, Tool};
+use crate::state::StateAccess;
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 use super::error::PluginError;
@@ -41,6 +43,9 @@ pub struct LoadedPlugin {
     /// Served before its snapshots are taken: each run starts its interpreter up first
     /// (see [`provisional`]); the same runtime otherwise.
     pub provisional: bool,
+    /// The doors into its component's state (`componentize/state_access.rs`): how a
+    /// session's interpreter is taken out of one instance and into another.
+    pub state: Option<Arc<StateAccess>>,
 }
 
 /// Whether a plugin's pieces are already on disk, for `runbox runtimes`.
@@ -119,6 +124,7 @@ struct LinkedAdapter {
     runtime_exports: runtime::GuestIndices,
     session_exports: Option<session::GuestIndices>,
     command_exports: Option<command::GuestIndices>,
+    state: Option<Arc<StateAccess>>,
 }
 
 /// [`load_plugin`], telling `hooks` how it goes.
@@ -152,6 +158,15 @@ pub fn load_plugin_telling(
             "the adapter must be a WebAssembly component exporting runbox:plugin/runtime".into(),
         ));
     }
+    // With doors into its state, its sessions can be copied and stored as state; a
+    // component they cannot be added to keeps its sessions as records of their calls.
+    let component_bytes = match add_state_access(&component_bytes) {
+        Ok(with_doors) => with_doors,
+        Err(e) => {
+            tracing::info!(plugin = %spec.name, "sessions are replayed, not snapshotted: {e}");
+            component_bytes
+        }
+    };
     let key = component_key(&component_bytes);
     let mut identity = Sha256::new();
     identity.update(key.as_bytes());
@@ -174,6 +189,7 @@ pub fn load_plugin_telling(
         Ok(component_bytes)
     })?;
     (hooks.adapter_compiled)();
+    let state = StateAccess::of(&component).map(Arc::new);
     if let Some(step) = step {
         step.done(format!("compiled {} plugin component", spec.name));
     }
@@ -199,6 +215,7 @@ pub fn load_plugin_telling(
         runtime_exports,
         session_exports,
         command_exports,
+        state,
     };
 
     // Mounts first: a tool's snapshot is taken with them in place.
@@ -326,6 +343,7 @@ fn assemble(
         mounts: Arc::new(mounts),
         identity: identity.to_string(),
         provisional,
+        state: adapter.state,
     })
 }
 

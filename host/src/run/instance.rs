@@ -10,6 +10,7 @@ use crate::plugin::LoadedPlugin;
 use crate::sandbox::store::{new_store, ProgramIo};
 use crate::sandbox::Sandbox;
 use crate::sandbox::StoreState;
+use crate::state::{InstanceImage, Startup, StateAccess, StateError};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 /// What the host asks of a plugin in one call.
@@ -29,8 +30,10 @@ pub struct PluginInstance {
     store: Store<StoreState>,
     instance: wasmtime::component::Instance,
     runtime: runtime::Guest,
-    /// Opened by [`PluginInstance::open_session`].
+    /// Opened by [`PluginInstance::with_session`].
     session: Option<OpenSession>,
+    /// The doors into its state, and what it was right after its session opened.
+    state: Option<(Arc<StateAccess>, Startup)>,
 }
 
 struct OpenSession {
@@ -53,6 +56,7 @@ impl PluginInstance {
             instance,
             runtime,
             session: None,
+            state: None,
         })
     }
 
@@ -73,7 +77,37 @@ impl PluginInstance {
             .call_constructor(&mut instance.store)
             .await?;
         instance.session = Some(OpenSession { exports, handle });
+        if let Some(state) = &plugin.state {
+            let resources = instance.store.data_mut().live_resources();
+            match state
+                .startup(&mut instance.store, &instance.instance, resources)
+                .await
+            {
+                Ok(startup) => instance.state = Some((state.clone(), startup)),
+                Err(e) => {
+                    tracing::warn!(plugin = %plugin.spec.name, "no snapshots of this session: {e}")
+                }
+            }
+        }
         Ok(instance)
+    }
+
+    /// The session's state, taken out of this instance (at rest: no call under way).
+    pub async fn capture(&mut self) -> Result<InstanceImage, StateError> {
+        let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
+        let resources = self.store.data_mut().live_resources();
+        state
+            .capture(&mut self.store, &self.instance, startup, resources)
+            .await
+    }
+
+    /// Writes `image` into this instance, fresh with its session just opened: it goes on
+    /// from where the instance the image was taken of stood.
+    pub async fn restore(&mut self, image: &InstanceImage) -> Result<(), StateError> {
+        let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
+        state
+            .restore(&mut self.store, &self.instance, startup, image)
+            .await
     }
 
     /// Makes `call` with `runtime` (a fresh instance's one call).

@@ -190,6 +190,14 @@ pub struct StoreState {
     pub(super) sandbox: Arc<Sandbox>,
 }
 
+impl StoreState {
+    /// How many host resources (streams, descriptors, a resident program) the store's
+    /// guest holds now.
+    pub fn live_resources(&mut self) -> usize {
+        self.table.iter_mut().count()
+    }
+}
+
 impl WasiView for StoreState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {

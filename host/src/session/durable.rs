@@ -264,7 +264,7 @@ fn replay_limits(runner: &Runner) -> RunLimits {
 
 /// Files the host put back count against the session's scratch caps, as if its programs
 /// had written them (for good: the books cannot tell when they go).
-fn charge_restored(session: &Session, files: &[StoredFile]) -> Result<(), RunError> {
+pub(super) fn charge_restored(session: &Session, files: &[StoredFile]) -> Result<(), RunError> {
     let disk = &session.sandbox.disk;
     // An entry is checksummed but not signed: one written by hand may hold more than a
     // session could ever have made. Refused before anything is written.

@@ -16,6 +16,7 @@
 pub mod directory;
 mod durable;
 pub mod entry;
+mod fork;
 mod history;
 mod registry;
 // The module is named for the type it holds, as the folder's other files are.

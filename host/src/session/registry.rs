@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::directory::{SessionStore, StoreError, Taken};
 use super::entry::StoredSession;
-use super::session::Session;
+use super::session::{Busy, Session};
 use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
@@ -59,6 +59,8 @@ pub enum SessionError {
     Resume { id: String, why: String },
     #[error("the server is busy: resuming session `{id}` needs {mib} MiB of its memory budget, which is in use; try again shortly")]
     Busy { id: String, mib: usize },
+    #[error("session `{id}` was not forked: {why}")]
+    Fork { id: String, why: String },
 }
 
 /// How long a resume waits for the server's memory budget before it is refused as busy.
@@ -201,6 +203,49 @@ impl Sessions {
         self.0.open().insert(id, session.clone());
         drop(room);
         Ok(session)
+    }
+
+    /// `count` new sessions, each a copy of `source` as it is now (its interpreter state
+    /// and its files), made after the call under way in it. Refused whole when they do
+    /// not all fit (the session cap, the memory budget): never some of them.
+    pub async fn fork(
+        &self,
+        runner: &Runner,
+        source: &Arc<Session>,
+        count: usize,
+    ) -> Result<Vec<Arc<Session>>, SessionError> {
+        if self.is_draining() {
+            return Err(SessionError::Draining {
+                here: self.0.replica.describe(),
+            });
+        }
+        // Busy: making room never stores the source meanwhile.
+        let _busy = Busy::new(source);
+        let mut rooms = Vec::with_capacity(count);
+        for _ in 0..count {
+            rooms.push(self.0.make_room().await?);
+        }
+        let mut children = Vec::with_capacity(count);
+        for _ in 0..count {
+            let id = self.0.replica.mint();
+            let child = Session::new(id, runner, source.plugin.clone(), self.is_durable())
+                .map_err(|e| SessionError::Scratch(e.to_string()))?;
+            children.push(Arc::new(child));
+        }
+        source
+            .fork_into(runner, &children)
+            .await
+            .map_err(|e| SessionError::Fork {
+                id: source.id.clone(),
+                why: e.to_string(),
+            })?;
+        let mut open = self.0.open();
+        for child in &children {
+            open.insert(child.id.clone(), child.clone());
+        }
+        drop(open);
+        drop(rooms);
+        Ok(children)
     }
 
     /// The stored session `id`, if the store holds it (checked, not yet resumed), with

@@ -261,8 +261,8 @@ async fn session_call(
     (result, keep.then_some(instance))
 }
 
-/// Marks a session busy while a call is under way or waiting.
-struct Busy(Arc<Session>);
+/// Marks a session busy while a call is under way or waiting (or it is being forked).
+pub(super) struct Busy(Arc<Session>);
 
 impl Busy {
     pub(super) fn new(session: &Arc<Session>) -> Busy {

@@ -1,0 +1,128 @@
+//! Forking a session: new sessions that each start with the source's interpreter state
+//! and files as they are at that moment, and then live on their own (a write in one is
+//! never seen by another).
+//!
+//! The interpreter state goes below the language: the source's instance, at rest between
+//! calls, is taken out as an image of its memories and globals (`crate::state`), and each
+//! child is a fresh instance of the same compiled plugin, its session opened, with the
+//! image written in. Nothing is run again and nothing is compiled.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::durable::charge_restored;
+use super::entry;
+use super::history::History;
+use super::session::Session;
+use crate::run::instance::PluginInstance;
+use crate::run::thread::on_own_thread;
+use crate::run::{RunError, Runner};
+use crate::sandbox::clock::{self, CallClock};
+
+/// How long making the children may take: copying the source's state into each is a
+/// matter of milliseconds; this only stops a plugin whose session never opens.
+const FORK_DEADLINE: Duration = Duration::from_secs(60);
+
+impl Session {
+    /// Gives each of `children` (new, with no call made) this session's state and files
+    /// as they are now, after the call under way (if any) ends. On an error every child
+    /// is as it was made: the caller drops them all.
+    pub(super) async fn fork_into(
+        self: &Arc<Self>,
+        runner: &Runner,
+        children: &[Arc<Session>],
+    ) -> Result<(), RunError> {
+        let mut live = self.live.clone().lock_owned().await;
+        if self.retired.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RunError::SessionMoved);
+        }
+        // The state first: it is what may refuse the fork.
+        let image = match (live.take(), self.keeps_state()) {
+            (Some(instance), true) => {
+                let (instance, image) = in_call_time(async move {
+                    let mut instance = instance;
+                    let image = instance.capture().await;
+                    (instance, image)
+                })
+                .await?;
+                *live = Some(instance);
+                let image = image
+                    .map_err(|e| RunError::Host(format!("this session cannot be forked: {e}")))?;
+                Some(Arc::new(image))
+            }
+            (kept, _) => {
+                *live = kept;
+                None
+            }
+        };
+        if let Some(image) = &image {
+            let needed = image.memory_bytes().saturating_mul(children.len() as u64);
+            let free = runner.admission.memory().remaining() as u64;
+            if needed > free {
+                return Err(RunError::Host(format!(
+                    "the server's memory budget has {} MiB free, and {} copies of this \
+                     session need {} MiB: fork fewer, or close sessions first",
+                    free >> 20,
+                    children.len(),
+                    needed >> 20
+                )));
+            }
+        }
+        let mut used = 0;
+        let files = entry::snapshot_dir(&self.sandbox.scratch, u64::MAX, &mut used)
+            .map_err(|e| RunError::Host(format!("cannot copy the session's files: {e}")))?;
+        let history = self.history.as_ref().map(|h| self.lock_history(h).copy());
+        for child in children {
+            charge_restored(child, &files)?;
+            entry::restore_dir(&child.sandbox.scratch, &files)
+                .map_err(|e| RunError::Host(format!("cannot copy the session's files: {e}")))?;
+            if let (Some(from), Some(to)) = (&history, &child.history) {
+                *child.lock_history(to) = from.copy();
+            }
+        }
+        drop(live);
+        if let Some(image) = image {
+            for child in children {
+                let (plugin, sandbox, image) =
+                    (child.plugin.clone(), child.sandbox.clone(), image.clone());
+                let instance = in_call_time(async move {
+                    let mut instance = PluginInstance::with_session(&plugin, &sandbox)
+                        .await
+                        .map_err(|e| format!("{e:#}"))?;
+                    instance.restore(&image).await.map_err(|e| e.to_string())?;
+                    Ok::<_, String>(instance)
+                })
+                .await?
+                .map_err(|e| RunError::Host(format!("cannot make a copy of the session: {e}")))?;
+                *child.live.lock().await = Some(instance);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl History {
+    /// The same history, for a copy of the session.
+    pub(super) fn copy(&self) -> History {
+        History {
+            created_ms: self.created_ms,
+            base: self.base.clone(),
+            calls: self.calls.clone(),
+            bytes: self.bytes,
+            broken: self.broken.clone(),
+        }
+    }
+}
+
+/// Runs `work` (which runs guest code) on a thread of its own, on a clock that stops it
+/// after [`FORK_DEADLINE`], as a call's instance runs.
+async fn in_call_time<R: Send + 'static>(
+    work: impl std::future::Future<Output = R> + Send + 'static,
+) -> Result<R, RunError> {
+    let clock = CallClock::new(Instant::now() + FORK_DEADLINE, CancellationToken::new());
+    on_own_thread(move || clock::timed(clock, work))
+        .await
+        .map_err(|e| RunError::Host(format!("the fork's thread failed: {e}")))
+}

@@ -1,0 +1,313 @@
+//! The host's side of a component's state accessors (`componentize/state_access.rs`):
+//! taking an [`InstanceImage`] out of an instance at rest, and writing one into a fresh
+//! instance of the same component.
+
+use wasmtime::component::{Component, ComponentExportIndex, Instance, WasmList};
+use wasmtime::Store;
+
+use super::image::{InstanceImage, MemoryImage, Startup};
+use super::written::{page_size, written_pages};
+use crate::componentize::state_access::STATE_INSTANCE;
+
+/// A wasm page.
+const WASM_PAGE: usize = 1 << 16;
+
+/// Why an image could not be taken or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the image has {image} memories and {image_globals} globals, the instance {memories} and {globals}")]
+    Shape {
+        image: usize,
+        image_globals: usize,
+        memories: usize,
+        globals: usize,
+    },
+    #[error("memory {memory} of the fresh instance is {now} pages, past the image's {image}: its start-up differed")]
+    Larger { memory: usize, now: u32, image: u32 },
+    #[error(
+        "memory {memory} cannot grow to the image's {pages} pages (the session's memory limit)"
+    )]
+    Grow { memory: usize, pages: u32 },
+    #[error("a run of the image lies outside memory {memory}")]
+    Outside { memory: usize },
+    #[error("its runtime's component has no doors to its state")]
+    NoDoors,
+    #[error("the instance's state accessors failed: {0}")]
+    Call(String),
+    #[error("it holds {extra} more host resources than when it started (an open file or stream), which a copy cannot carry")]
+    Holds { extra: usize },
+    #[error("the fresh instance started differently from the one the image was taken of ({fresh:?}, not {image:?})")]
+    StartupDiffers { fresh: Startup, image: Startup },
+}
+
+fn call_error(e: wasmtime::Error) -> StateError {
+    StateError::Call(format!("{e:#}"))
+}
+
+/// The accessors of one memory.
+struct MemoryDoors {
+    size: ComponentExportIndex,
+    view: ComponentExportIndex,
+    grow: ComponentExportIndex,
+    seek: ComponentExportIndex,
+    write: ComponentExportIndex,
+}
+
+/// The accessors of one global.
+struct GlobalDoors {
+    get: ComponentExportIndex,
+    set: ComponentExportIndex,
+}
+
+/// A component's state accessors, found once per compiled component.
+pub struct StateAccess {
+    memories: Vec<MemoryDoors>,
+    globals: Vec<GlobalDoors>,
+}
+
+impl StateAccess {
+    /// The accessors of `component`, if it has them.
+    pub fn of(component: &Component) -> Option<StateAccess> {
+        let instance = component.get_export_index(None, STATE_INSTANCE)?;
+        let find = |name: String| component.get_export_index(Some(&instance), name.as_str());
+        let mut memories = Vec::new();
+        while let Some(size) = find(format!("memory{}-size", memories.len())) {
+            let n = memories.len();
+            memories.push(MemoryDoors {
+                size,
+                view: find(format!("memory{n}-view"))?,
+                grow: find(format!("memory{n}-grow"))?,
+                seek: find(format!("memory{n}-seek"))?,
+                write: find(format!("memory{n}-write"))?,
+            });
+        }
+        let mut globals = Vec::new();
+        while let Some(get) = find(format!("global{}-get", globals.len())) {
+            let n = globals.len();
+            globals.push(GlobalDoors {
+                get,
+                set: find(format!("global{n}-set"))?,
+            });
+        }
+        Some(StateAccess { memories, globals })
+    }
+
+    /// What `instance` is now, holding `resources` host resources: right after its
+    /// start-up, what its images are taken against.
+    pub async fn startup<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        resources: usize,
+    ) -> Result<Startup, StateError> {
+        let pages = quiet(store, async |store| self.sizes(store, instance).await).await?;
+        Ok(Startup { pages, resources })
+    }
+
+    async fn sizes<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+    ) -> Result<Vec<u32>, StateError> {
+        let mut sizes = Vec::with_capacity(self.memories.len());
+        for doors in &self.memories {
+            let size = instance
+                .get_typed_func::<(), (u32,)>(&mut *store, &doors.size)
+                .map_err(call_error)?;
+            sizes.push(
+                size.call_async(&mut *store, ())
+                    .await
+                    .map_err(call_error)?
+                    .0,
+            );
+        }
+        Ok(sizes)
+    }
+
+    /// The state of `instance`, which is at rest (no call of it under way) and holds
+    /// `resources` host resources, against its `startup`.
+    pub async fn capture<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        startup: &Startup,
+        resources: usize,
+    ) -> Result<InstanceImage, StateError> {
+        if resources != startup.resources {
+            return Err(StateError::Holds {
+                extra: resources.saturating_sub(startup.resources),
+            });
+        }
+        quiet(store, async |store| {
+            self.capture_quietly(store, instance, startup).await
+        })
+        .await
+    }
+
+    async fn capture_quietly<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        startup: &Startup,
+    ) -> Result<InstanceImage, StateError> {
+        let mut image = InstanceImage {
+            startup: startup.clone(),
+            ..InstanceImage::default()
+        };
+        let sizes = self.sizes(store, instance).await?;
+        for (m, doors) in self.memories.iter().enumerate() {
+            let startup = startup.pages.get(m).copied().unwrap_or(0);
+            let mut memory = MemoryImage {
+                pages: sizes[m],
+                ..MemoryImage::default()
+            };
+            if sizes[m] > 0 {
+                let view = instance
+                    .get_typed_func::<(), (WasmList<u8>,)>(&mut *store, &doors.view)
+                    .map_err(call_error)?;
+                let list = view
+                    .call_async(&mut *store, ())
+                    .await
+                    .map_err(call_error)?
+                    .0;
+                let bytes = list.as_le_slice(&*store);
+                take_written(&mut memory, bytes, startup as usize * WASM_PAGE);
+            }
+            image.memories.push(memory);
+        }
+        for doors in &self.globals {
+            let get = instance
+                .get_typed_func::<(), (u64,)>(&mut *store, &doors.get)
+                .map_err(call_error)?;
+            image
+                .globals
+                .push(get.call_async(&mut *store, ()).await.map_err(call_error)?.0);
+        }
+        Ok(image)
+    }
+
+    /// Writes `image` into `instance`, fresh from the same component and just past its
+    /// start-up (`fresh`), which must be the one the image was taken against. Growing its
+    /// memories is charged to the store's limiter first.
+    pub async fn restore<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        fresh: &Startup,
+        image: &InstanceImage,
+    ) -> Result<(), StateError> {
+        if *fresh != image.startup {
+            return Err(StateError::StartupDiffers {
+                fresh: fresh.clone(),
+                image: image.startup.clone(),
+            });
+        }
+        quiet(store, async |store| {
+            self.restore_quietly(store, instance, image).await
+        })
+        .await
+    }
+
+    async fn restore_quietly<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        image: &InstanceImage,
+    ) -> Result<(), StateError> {
+        if image.memories.len() != self.memories.len() || image.globals.len() != self.globals.len()
+        {
+            return Err(StateError::Shape {
+                image: image.memories.len(),
+                image_globals: image.globals.len(),
+                memories: self.memories.len(),
+                globals: self.globals.len(),
+            });
+        }
+        let sizes = self.sizes(store, instance).await?;
+        for (m, (doors, memory)) in self.memories.iter().zip(&image.memories).enumerate() {
+            let now = sizes[m];
+            if now > memory.pages {
+                return Err(StateError::Larger {
+                    memory: m,
+                    now,
+                    image: memory.pages,
+                });
+            }
+            if memory.pages > now {
+                let grow = instance
+                    .get_typed_func::<(u32,), (i32,)>(&mut *store, &doors.grow)
+                    .map_err(call_error)?;
+                let old = grow
+                    .call_async(&mut *store, (memory.pages - now,))
+                    .await
+                    .map_err(call_error)?
+                    .0;
+                if old < 0 {
+                    return Err(StateError::Grow {
+                        memory: m,
+                        pages: memory.pages,
+                    });
+                }
+            }
+            let limit = u64::from(memory.pages) * WASM_PAGE as u64;
+            let seek = instance
+                .get_typed_func::<(u32,), ()>(&mut *store, &doors.seek)
+                .map_err(call_error)?;
+            let write = instance
+                .get_typed_func::<(&[u8],), ()>(&mut *store, &doors.write)
+                .map_err(call_error)?;
+            for (offset, bytes) in memory.each_run() {
+                if u64::from(offset) + bytes.len() as u64 > limit {
+                    return Err(StateError::Outside { memory: m });
+                }
+                seek.call_async(&mut *store, (offset,))
+                    .await
+                    .map_err(call_error)?;
+                write
+                    .call_async(&mut *store, (bytes,))
+                    .await
+                    .map_err(call_error)?;
+            }
+        }
+        for (doors, value) in self.globals.iter().zip(&image.globals) {
+            let set = instance
+                .get_typed_func::<(u64,), ()>(&mut *store, &doors.set)
+                .map_err(call_error)?;
+            set.call_async(&mut *store, (*value,))
+                .await
+                .map_err(call_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `f` with the store's epoch deadline out of reach: the accessors are a few
+/// instructions each, called between the calls of a session (when no call's clock says
+/// whether to go on), and must not be stopped half-way. The deadline is one tick away
+/// again after, as every store of runbox has it between ticks.
+async fn quiet<T: Send + 'static, R>(
+    store: &mut Store<T>,
+    f: impl AsyncFnOnce(&mut Store<T>) -> R,
+) -> R {
+    store.set_epoch_deadline(u64::MAX / 2);
+    let result = f(&mut *store).await;
+    store.set_epoch_deadline(1);
+    result
+}
+
+/// Copies the pages of `memory` that were written into `image`, but for pages of zeros
+/// past `startup_bytes` (a fresh instance has zeros there too).
+fn take_written(image: &mut MemoryImage, memory: &[u8], startup_bytes: usize) {
+    let page = page_size();
+    for (i, written) in written_pages(memory).into_iter().enumerate() {
+        if !written {
+            continue;
+        }
+        let start = i * page;
+        let bytes = &memory[start..(start + page).min(memory.len())];
+        if start >= startup_bytes && bytes.iter().all(|b| *b == 0) {
+            continue;
+        }
+        image.push(start, bytes);
+    }
+}

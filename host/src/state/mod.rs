@@ -1,0 +1,17 @@
+//! An instance's state below the language: the linear memories and mutable globals of the
+//! core instances inside a component, read out of one instance at rest and written into a
+//! fresh instance of the same compiled component, so that the fresh one continues where
+//! the first stopped (a session resumed, or forked, without running its calls again).
+//!
+//! The component must carry the accessors of `componentize/state_access.rs`
+//! ([`StateAccess`] finds them). An [`InstanceImage`] holds only what the instance changed
+//! since it was made: the host pages the kernel says were written ([`written`]), each
+//! compared with nothing, so taking one costs a scan of the page table and a copy of
+//! what changed.
+
+mod access;
+mod image;
+mod written;
+
+pub use access::{StateAccess, StateError};
+pub use image::{InstanceImage, MemoryImage, Startup};
