@@ -555,22 +555,43 @@ def _read_line(fd):
         line += chunk
     return line
 
-def serve(path, stdin_path, status_path):
-    # A session: each line `run` on stdin asks for the program at PATH to run in the
-    # same namespace, with STDIN_PATH as its stdin; its exit status goes to STATUS_PATH.
-    # The line `once` runs it as `main` would (stdin is what follows), and ends.
+# A session's interpreter is kept by the host between calls, at rest: `serve_start`
+# sets the session up and returns, then each call is one turn of `serve_turn`, which
+# reads its request from stdin: the line `run` asks for the program at PATH to run in the
+# session's namespace, with STDIN_PATH as its stdin, its exit status going to
+# STATUS_PATH; the line `once` runs it as `main` would (its stdin is what follows) and
+# ends the interpreter.
+_session = None
+
+def serve_start(path, stdin_path, status_path):
+    global _session
     _start(path)
-    namespace = _new_main(path)
-    while (line := _read_line(0)) is not None:
-        if line.strip() == b"once":
-            raise SystemExit(_execute(path, namespace))
-        sys.stdin = open(stdin_path, encoding="utf-8", errors="surrogateescape")
-        _refresh_tools()
-        status = _execute(path, namespace)
-        sys.stdin.close()
-        with open(status_path, "w") as f:
-            f.write(str(status))
-    raise SystemExit(0)
+    _session = (path, stdin_path, status_path, _new_main(path))
+
+def serve_turn():
+    path, stdin_path, status_path, namespace = _session
+    line = _read_line(0)
+    if line is None:
+        _leave(0)
+    if line.strip() == b"once":
+        _leave(_execute(path, namespace))
+    sys.stdin = open(stdin_path, encoding="utf-8", errors="surrogateescape")
+    _refresh_tools()
+    status = _execute(path, namespace)
+    sys.stdin.close()
+    with open(status_path, "w") as f:
+        f.write(str(status))
+
+def _leave(code):
+    # Ends the interpreter itself (a turn that returns leaves it at rest).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+def after_fork():
+    # In a copy of a session, as in the child of os.fork: `random` is seeded afresh
+    # (numpy's global generator is not, as os.fork leaves it).
+    random.seed()
 
 
 # The module every run imports.

@@ -80,3 +80,30 @@ async fn javascript_forks_live_apart() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_forks_live_apart() {
+    forks_live_apart(
+        "typescript",
+        "var n: number = 1;",
+        "n += 1;",
+        "console.log(n)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shell_forks_live_apart() {
+    forks_live_apart("shell", "n=1", "n=$((n + 1))", "echo $n").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_forks_live_apart() {
+    forks_live_apart(
+        "python",
+        "n = 1\nkept = [n]",
+        "n += 1\nkept.append(n)",
+        "print(n)",
+    )
+    .await;
+}

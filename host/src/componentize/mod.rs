@@ -140,8 +140,12 @@ pub fn componentize_tool(module: &[u8], recipe: &ToolRecipe) -> Result<Vec<u8>, 
     let pkg = resolve
         .push_str("runbox.wit", WIT)
         .map_err(ComponentizeError::Encode)?;
+    let world_name = match recipe.reactor {
+        Some(_) => "reactor-tool",
+        None => "tool",
+    };
     let world = resolve
-        .select_world(&[pkg], Some("tool"))
+        .select_world(&[pkg], Some(world_name))
         .map_err(ComponentizeError::Encode)?;
     wit_component::embed_component_metadata(
         &mut module,
@@ -166,10 +170,16 @@ pub fn componentize_tool(module: &[u8], recipe: &ToolRecipe) -> Result<Vec<u8>, 
             .adapter(name, stub)
             .map_err(ComponentizeError::Encode)?;
     }
-    encoder
+    let component = encoder
         .validate(true)
         .encode()
-        .map_err(ComponentizeError::Encode)
+        .map_err(ComponentizeError::Encode)?;
+    // A reactor may be kept between turns: with doors into its state, that state can be
+    // copied (`state_access.rs`).
+    match recipe.reactor {
+        Some(_) => state_access::add_state_access(&component),
+        None => Ok(component),
+    }
 }
 
 /// Rewrites the import section so `wasi_snapshot_preview1.proc_exit` becomes

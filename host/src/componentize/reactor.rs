@@ -13,13 +13,20 @@
 //! 3. a non-zero result is the exit code (`proc_exit`);
 //! 4. with `programs: 2`, then the same for `argv[2]` (see [`ReactorStart::programs`]).
 //!
+//! It also gets `turn(ptr, len) -> i32`, the same start (the `init` exports, once) and
+//! `entry` for one program text, which the component exports as `turn: func(program:
+//! string) -> s32` (the `reactor-tool` world): a host that keeps the tool between calls
+//! runs one program per turn on it, so that the instance is at rest (no call under way)
+//! between them. `cabi_export_realloc`, which the canonical ABI needs to hand it the
+//! text, is `alloc` unless the module has a realloc of its own.
+//!
 //! Every other export but `memory` is dropped, so the module is a plain command that the
 //! preview1 bridge can componentize.
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{
-    CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction, MemArg,
-    RawSection, TypeSection, ValType,
+    CodeSection, ExportKind, ExportSection, Function, FunctionSection, GlobalSection, Instruction,
+    MemArg, RawSection, TypeSection, ValType,
 };
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
 
@@ -47,6 +54,8 @@ const PREVIEW1: &str = "wasi_snapshot_preview1";
 struct Layout {
     imported_funcs: u32,
     defined_funcs: u32,
+    imported_globals: u32,
+    defined_globals: u32,
     /// Each function's type index, imports first.
     func_types: Vec<u32>,
     /// Each type's (params, results), when it is a function type.
@@ -105,28 +114,70 @@ pub fn command_from_reactor(
         import("proc_exit")?,
     );
     let start_index = layout.imported_funcs + layout.defined_funcs;
-    let body = start_body(
-        &init,
-        entry,
-        alloc,
-        start.programs.max(1),
-        (args_sizes_get, args_get, proc_exit),
-    );
+    let (turn_index, realloc_index) = (start_index + 1, start_index + 2);
+    let own_realloc =
+        export_func("cabi_realloc").is_some() || export_func("cabi_export_realloc").is_some();
+    // Set once the `init` exports ran in a turn.
+    let started_global = layout.imported_globals + layout.defined_globals;
+    let bodies = [
+        start_body(
+            &init,
+            entry,
+            alloc,
+            start.programs.max(1),
+            (args_sizes_get, args_get, proc_exit),
+        ),
+        turn_body(&init, entry, started_global),
+        realloc_body(alloc),
+    ];
+    let bodies = if own_realloc {
+        &bodies[..2]
+    } else {
+        &bodies[..]
+    };
 
     let mut out = wasm_encoder::Module::new();
-    let mut start_type = None;
+    let mut new_types = None;
     let mut code: Option<CodeSection> = None;
     let mut code_left = 0u32;
+    let mut globals_written = false;
+    let started = wasm_encoder::GlobalType {
+        val_type: ValType::I32,
+        mutable: true,
+        shared: false,
+    };
+    let zero = wasm_encoder::ConstExpr::i32_const(0);
     for payload in Parser::new(0).parse_all(module) {
         let payload = payload?;
+        // A module without globals gets a section for the one added, where it goes.
+        if !globals_written
+            && matches!(
+                payload,
+                Payload::ExportSection(_)
+                    | Payload::StartSection { .. }
+                    | Payload::ElementSection(_)
+                    | Payload::DataCountSection { .. }
+                    | Payload::CodeSectionStart { .. }
+                    | Payload::DataSection(_)
+            )
+        {
+            let mut globals = GlobalSection::new();
+            globals.global(started, &zero);
+            out.section(&globals);
+            globals_written = true;
+        }
         match &payload {
             Payload::TypeSection(reader) => {
                 let mut types = TypeSection::new();
                 RoundtripReencoder
                     .parse_type_section(&mut types, reader.clone())
                     .map_err(|e| ComponentizeError::Reencode(e.to_string()))?;
-                start_type = Some(types.len());
+                new_types = Some(types.len());
                 types.ty().function([], []);
+                types
+                    .ty()
+                    .function([ValType::I32, ValType::I32], [ValType::I32]);
+                types.ty().function([ValType::I32; 4], [ValType::I32]);
                 out.section(&types);
             }
             Payload::FunctionSection(reader) => {
@@ -134,8 +185,20 @@ pub fn command_from_reactor(
                 for ty in reader.clone() {
                     funcs.function(ty?);
                 }
-                funcs.function(start_type.ok_or_else(|| invalid("no type section".into()))?);
+                let first = new_types.ok_or_else(|| invalid("no type section".into()))?;
+                for ty in [first, first + 1, first + 2].iter().take(bodies.len()) {
+                    funcs.function(*ty);
+                }
                 out.section(&funcs);
+            }
+            Payload::GlobalSection(reader) => {
+                let mut globals = GlobalSection::new();
+                RoundtripReencoder
+                    .parse_global_section(&mut globals, reader.clone())
+                    .map_err(|e| ComponentizeError::Reencode(e.to_string()))?;
+                globals.global(started, &zero);
+                out.section(&globals);
+                globals_written = true;
             }
             Payload::ExportSection(_) => {
                 let mut exports = ExportSection::new();
@@ -149,14 +212,20 @@ pub fn command_from_reactor(
                     }
                 }
                 exports.export("_start", ExportKind::Func, start_index);
+                exports.export("turn", ExportKind::Func, turn_index);
+                // For `turn`'s text only: as `cabi_realloc` the preview1 bridge would
+                // also take its own memory from it, before the reactor is initialised.
+                if !own_realloc {
+                    exports.export("cabi_export_realloc", ExportKind::Func, realloc_index);
+                }
                 out.section(&exports);
             }
-            // The bodies are copied as they are, then `_start`'s is appended.
+            // The bodies are copied as they are, then the new ones are appended.
             Payload::CodeSectionStart { count, .. } => {
                 code_left = *count;
                 code = Some(CodeSection::new());
                 if code_left == 0 {
-                    finish_code(&mut out, code.take(), &body);
+                    finish_code(&mut out, code.take(), bodies);
                 }
             }
             Payload::CodeSectionEntry(entry) => {
@@ -166,7 +235,7 @@ pub fn command_from_reactor(
                 }
                 code_left -= 1;
                 if code_left == 0 {
-                    finish_code(&mut out, code.take(), &body);
+                    finish_code(&mut out, code.take(), bodies);
                 }
             }
             _ => {
@@ -182,11 +251,58 @@ pub fn command_from_reactor(
     Ok(out.finish())
 }
 
-fn finish_code(out: &mut wasm_encoder::Module, code: Option<CodeSection>, body: &Function) {
+fn finish_code(out: &mut wasm_encoder::Module, code: Option<CodeSection>, bodies: &[Function]) {
     if let Some(mut code) = code {
-        code.function(body);
+        for body in bodies {
+            code.function(body);
+        }
         out.section(&code);
     }
+}
+
+/// The body of `turn(ptr, len)`: the `init` exports on the first turn, then `entry`.
+fn turn_body(init: &[u32], entry: u32, started: u32) -> Function {
+    use Instruction as I;
+    let mut f = Function::new([]);
+    f.instruction(&I::GlobalGet(started))
+        .instruction(&I::I32Eqz)
+        .instruction(&I::If(wasm_encoder::BlockType::Empty))
+        .instruction(&I::I32Const(1))
+        .instruction(&I::GlobalSet(started));
+    for &func in init {
+        f.instruction(&I::Call(func));
+    }
+    f.instruction(&I::End)
+        .instruction(&I::LocalGet(0))
+        .instruction(&I::LocalGet(1))
+        .instruction(&I::Call(entry))
+        .instruction(&I::End);
+    f
+}
+
+/// The body of `cabi_export_realloc(old, old_size, align, size)`: `alloc(size + align -
+/// 1)` rounded up to `align`, for the one use the canonical ABI makes of it here (a fresh
+/// allocation for `turn`'s text).
+fn realloc_body(alloc: u32) -> Function {
+    use Instruction as I;
+    let (align, size) = (2, 3);
+    let mut f = Function::new([]);
+    f.instruction(&I::LocalGet(size))
+        .instruction(&I::LocalGet(align))
+        .instruction(&I::I32Add)
+        .instruction(&I::I32Const(1))
+        .instruction(&I::I32Sub)
+        .instruction(&I::Call(alloc))
+        .instruction(&I::LocalGet(align))
+        .instruction(&I::I32Add)
+        .instruction(&I::I32Const(1))
+        .instruction(&I::I32Sub)
+        .instruction(&I::I32Const(0))
+        .instruction(&I::LocalGet(align))
+        .instruction(&I::I32Sub)
+        .instruction(&I::I32And)
+        .instruction(&I::End);
+    f
 }
 
 fn read_layout(module: &[u8]) -> Result<Layout, ComponentizeError> {
@@ -208,6 +324,9 @@ fn read_layout(module: &[u8]) -> Result<Layout, ComponentizeError> {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
                     let import = import?;
+                    if let TypeRef::Global(_) = import.ty {
+                        layout.imported_globals += 1;
+                    }
                     if let TypeRef::Func(ty) = import.ty {
                         if import.module == PREVIEW1 {
                             layout
@@ -225,6 +344,7 @@ fn read_layout(module: &[u8]) -> Result<Layout, ComponentizeError> {
                     layout.defined_funcs += 1;
                 }
             }
+            Payload::GlobalSection(reader) => layout.defined_globals += reader.count(),
             Payload::ExportSection(reader) => {
                 for export in reader {
                     let export = export?;
@@ -455,7 +575,7 @@ pub(crate) mod tests {
             })
             .flatten()
             .collect();
-        assert_eq!(exports, ["memory", "_start"]);
+        assert_eq!(exports, ["memory", "_start", "turn", "cabi_export_realloc"]);
 
         // Run it with a preview1 host: argv[1] = "A!" gives 10 + 2 + 65 = 77.
         assert_eq!(exit_code_of_command(&command, &["prog", "A!"], |_| {}), 77);

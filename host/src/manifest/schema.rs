@@ -226,6 +226,16 @@ pub struct ReactorSpec {
     /// keep the memory that results as the starting point of every run (a snapshot).
     #[serde(default)]
     pub snapshot: Option<SnapshotSpec>,
+    /// As a session's resident driver (`process.resident`), the tool runs in turns: its
+    /// arguments each as one turn when it starts, then this program as one turn at every
+    /// feed (it reads what it was fed and returns). Between turns its instance is at
+    /// rest, so a session on it is copied as a snapshot, not replayed.
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Run as one turn in each copy of a session after the copy is made (a fork): what
+    /// the runtime does in a forked child, e.g. re-seeding its random generator.
+    #[serde(default)]
+    pub after_fork: Option<String>,
 }
 
 /// What a snapshot runs: `[plugins.NAME.tools.TOOL.reactor.snapshot]`.

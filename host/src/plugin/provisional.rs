@@ -61,5 +61,6 @@ pub(super) fn tool(
             args: vec![snapshot.program.clone()],
             env: parse_env(&snapshot.env),
         },
+        turns: super::tool_loader::turn_doors(spec, &component),
     })
 }

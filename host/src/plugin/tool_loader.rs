@@ -1,6 +1,8 @@
 //! How one tool of a plugin is loaded: fetched, componentized (a reactor with its start-up,
 //! a snapshot taken once), compiled into the cache, and linked.
 
+use std::sync::Arc;
+
 use wasmtime::component::Linker;
 use wasmtime_wasi::p2::bindings::CommandPre;
 
@@ -12,8 +14,10 @@ use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::SandboxEngine;
 use crate::manifest::{ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
 use crate::plugin::artifact::{Cache, Progress};
+use crate::sandbox::turns::TurnDoors;
 use crate::sandbox::StoreState;
 use crate::sandbox::{Mount, Tool, ToolLead};
+use crate::state::StateAccess;
 
 use super::error::PluginError;
 
@@ -153,8 +157,26 @@ impl ToolLoader<'_> {
             argv0,
             pre: self.linked(name, &component)?,
             lead: ToolLead::default(),
+            turns: turn_doors(tool, &component),
         })
     }
+}
+
+/// How `tool` runs in turns as a session's resident, when it is a reactor with a
+/// `resume` program (its component then exports `turn`).
+pub(super) fn turn_doors(
+    tool: &ToolSpec,
+    component: &wasmtime::component::Component,
+) -> Option<Arc<TurnDoors>> {
+    let reactor = tool.reactor.as_ref()?;
+    let resume = reactor.resume.clone()?;
+    let turn = component.get_export_index(None, "turn")?;
+    Some(Arc::new(TurnDoors {
+        turn,
+        resume,
+        after_fork: reactor.after_fork.clone(),
+        state: StateAccess::of(component).map(Arc::new),
+    }))
 }
 
 /// `KEY=VALUE` items as pairs (a snapshot's and a derived directory's `env`); an item

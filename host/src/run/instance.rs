@@ -7,10 +7,11 @@ use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
 use crate::plugin::LoadedPlugin;
+use crate::sandbox::at_rest_tool;
 use crate::sandbox::store::{new_store, ProgramIo};
 use crate::sandbox::Sandbox;
 use crate::sandbox::StoreState;
-use crate::state::{InstanceImage, Startup, StateAccess, StateError};
+use crate::state::{SessionImage, Startup, StateAccess, StateError};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 /// What the host asks of a plugin in one call.
@@ -92,22 +93,56 @@ impl PluginInstance {
         Ok(instance)
     }
 
-    /// The session's state, taken out of this instance (at rest: no call under way).
-    pub async fn capture(&mut self) -> Result<InstanceImage, StateError> {
+    /// The session's state, taken out of this instance and the resident programs it
+    /// keeps (at rest: no call under way).
+    pub async fn capture(&mut self) -> Result<SessionImage, StateError> {
         let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
         let resources = self.store.data_mut().live_resources();
-        state
+        let plugin = state
             .capture(&mut self.store, &self.instance, startup, resources)
             .await
+            .map_err(|e| e.of("its plugin"))?;
+        let mut residents = Vec::new();
+        for resident in self.store.data_mut().residents() {
+            let tool = at_rest_tool(resident).ok_or(StateError::NotAtRest)?;
+            residents.push(tool.capture().await.map_err(|e| e.of("its interpreter"))?);
+        }
+        Ok(SessionImage { plugin, residents })
     }
 
-    /// Writes `image` into this instance, fresh with its session just opened: it goes on
-    /// from where the instance the image was taken of stood.
-    pub async fn restore(&mut self, image: &InstanceImage) -> Result<(), StateError> {
+    /// Writes `image` into this instance (fresh, its session just opened) and its
+    /// residents: it goes on from where the session the image was taken of stood.
+    pub async fn restore(&mut self, image: &SessionImage) -> Result<(), StateError> {
         let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
+        let fresh = self.store.data_mut().residents().count();
+        if fresh != image.residents.len() {
+            return Err(StateError::Residents {
+                fresh,
+                image: image.residents.len(),
+            });
+        }
         state
-            .restore(&mut self.store, &self.instance, startup, image)
-            .await
+            .restore(&mut self.store, &self.instance, startup, &image.plugin)
+            .await?;
+        for (resident, image) in self.store.data_mut().residents().zip(&image.residents) {
+            let tool = at_rest_tool(resident).ok_or(StateError::NotAtRest)?;
+            tool.restore(image).await?;
+        }
+        Ok(())
+    }
+
+    /// What each resident runs in a copy of a session once it is made (python re-seeds
+    /// `random`, as after `os.fork`).
+    pub async fn after_fork(&mut self) -> wasmtime::Result<()> {
+        for resident in self.store.data_mut().residents() {
+            let Some(program) = at_rest_tool(resident).and_then(|tool| tool.after_fork()) else {
+                continue;
+            };
+            if let Some(code) = resident.run_turn(program).await? {
+                wasmtime::bail!("the interpreter exited with {code} after the fork");
+            }
+        }
+        Ok(())
     }
 
     /// Makes `call` with `runtime` (a fresh instance's one call).

@@ -14,8 +14,9 @@ pub mod replay_clock;
 mod sandbox;
 pub mod store;
 pub mod tool_device;
+pub mod turns;
 
-pub use process::run_tool;
+pub use process::{at_rest_tool, run_tool};
 pub use sandbox::{
     CommandFuture, CommandHost, CommandResult, Mount, ProgramCompiles, Sandbox, SandboxConfig,
     StoreState, Tool, ToolLead,

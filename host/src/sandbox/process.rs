@@ -14,6 +14,7 @@ use super::program::load_program;
 use super::sandbox::StoreState;
 use super::sandbox::{Sandbox, ToolLead};
 use super::store::{new_store, ProgramIo, Stdin};
+use super::turns::ToolAtRest;
 use crate::wit::resident::{Resident, ResidentInput};
 use crate::wit::runbox::plugin::{config, process};
 
@@ -47,14 +48,38 @@ impl process::HostResident for StoreState {
         command: Command,
     ) -> wasmtime::Result<Result<Resource<Resident>, SpawnError>> {
         let input = ResidentInput::default();
+        let tool = self.sandbox.tools.get(&command.program);
+        let turns = tool.and_then(|t| t.turns.clone());
+        // In turns, the texts it is started with run one turn each.
+        let start: Vec<String> = tool
+            .map(|t| t.lead.args.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(command.args.iter().cloned())
+            .collect();
         let (mut store, pre) =
             match child(&self.sandbox, command, Stdin::Resident(input.clone())).await? {
                 Ok(child) => child,
                 Err(e) => return Ok(Err(e)),
             };
-        let program = Box::pin(async move { run_to_end(&mut store, &pre).await });
-        let mut resident = Resident::new(input, program);
-        resident.run_until_waiting().await?;
+        let resident = match turns {
+            Some(doors) => {
+                let instance = pre.instance_pre().instantiate_async(&mut store).await?;
+                let resume = doors.resume.clone();
+                let instance = Box::new(ToolAtRest::new(store, instance, doors));
+                let mut resident = Resident::in_turns(input, instance, start, resume).await?;
+                if let Some(tool) = at_rest_tool(&mut resident) {
+                    tool.record_startup().await;
+                }
+                resident
+            }
+            None => {
+                let program = Box::pin(async move { run_to_end(&mut store, &pre).await });
+                let mut resident = Resident::new(input, program);
+                resident.run_until_waiting().await?;
+                resident
+            }
+        };
         Ok(Ok(self.table.push(resident)?))
     }
 
@@ -74,6 +99,14 @@ impl process::HostResident for StoreState {
         self.table.delete(resident)?;
         Ok(())
     }
+}
+
+/// The tool instance of `resident`, when it runs in turns and is at rest.
+pub fn at_rest_tool(resident: &mut Resident) -> Option<&mut ToolAtRest> {
+    resident
+        .at_rest()?
+        .as_any_mut()
+        .downcast_mut::<ToolAtRest>()
 }
 
 /// A child program's store, ready to instantiate; `Ok(Err(_))` when it cannot be found.

@@ -36,6 +36,8 @@ pub struct Tool {
     /// snapshot is taken runs the snapshot's program first, in the snapshot's environment
     /// (see `plugin::provisional`). Empty for every other tool.
     pub lead: ToolLead,
+    /// A reactor that runs in turns as a session's resident (see `turns.rs`).
+    pub turns: Option<Arc<super::turns::TurnDoors>>,
 }
 
 /// Arguments and environment a tool is always started with, ahead of the caller's.
@@ -195,6 +197,13 @@ impl StoreState {
     /// guest holds now.
     pub fn live_resources(&mut self) -> usize {
         self.table.iter_mut().count()
+    }
+
+    /// The resident programs the store's guest started, in the order it started them.
+    pub fn residents(&mut self) -> impl Iterator<Item = &mut crate::wit::resident::Resident> {
+        self.table
+            .iter_mut()
+            .filter_map(|entry| entry.downcast_mut::<crate::wit::resident::Resident>())
     }
 }
 

@@ -32,6 +32,15 @@ pub enum StateError {
     Outside { memory: usize },
     #[error("its runtime's component has no doors to its state")]
     NoDoors,
+    #[error("its interpreter runs as a program waiting for input, not in turns at rest: its runtime's sessions are replayed, not copied")]
+    NotAtRest,
+    #[error("{part}: {error}")]
+    In {
+        part: &'static str,
+        error: Box<StateError>,
+    },
+    #[error("the fresh session started {fresh} resident programs, the image holds {image}")]
+    Residents { fresh: usize, image: usize },
     #[error("the instance's state accessors failed: {0}")]
     Call(String),
     #[error("it holds {extra} more host resources than when it started (an open file or stream), which a copy cannot carry")]
@@ -63,6 +72,16 @@ struct GlobalDoors {
 pub struct StateAccess {
     memories: Vec<MemoryDoors>,
     globals: Vec<GlobalDoors>,
+}
+
+impl StateError {
+    /// The error, said of `part` (the plugin, its interpreter).
+    pub fn of(self, part: &'static str) -> StateError {
+        StateError::In {
+            part,
+            error: Box::new(self),
+        }
+    }
 }
 
 impl StateAccess {
@@ -284,13 +303,18 @@ impl StateAccess {
 /// Runs `f` with the store's epoch deadline out of reach: the accessors are a few
 /// instructions each, called between the calls of a session (when no call's clock says
 /// whether to go on), and must not be stopped half-way. The deadline is one tick away
-/// again after, as every store of runbox has it between ticks.
+/// again after, as every store of runbox has it between ticks. The hostcall fuel, which
+/// bounds what a guest hands the host in one call, does not bound a view of a whole
+/// memory, which the host reads in place.
 async fn quiet<T: Send + 'static, R>(
     store: &mut Store<T>,
     f: impl AsyncFnOnce(&mut Store<T>) -> R,
 ) -> R {
+    let fuel = store.hostcall_fuel();
     store.set_epoch_deadline(u64::MAX / 2);
+    store.set_hostcall_fuel(usize::MAX);
     let result = f(&mut *store).await;
+    store.set_hostcall_fuel(fuel);
     store.set_epoch_deadline(1);
     result
 }

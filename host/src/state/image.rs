@@ -33,6 +33,36 @@ pub struct InstanceImage {
     pub globals: Vec<u64>,
 }
 
+/// A session's state: its plugin's instance, and each resident program the plugin
+/// keeps (a reactor tool run in turns), in the order it started them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionImage {
+    pub plugin: InstanceImage,
+    pub residents: Vec<InstanceImage>,
+}
+
+impl SessionImage {
+    /// What the instances restored from it hold in their memories, in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.plugin.memory_bytes()
+            + self
+                .residents
+                .iter()
+                .map(InstanceImage::memory_bytes)
+                .sum::<u64>()
+    }
+
+    /// The changed bytes it holds.
+    pub fn changed_bytes(&self) -> u64 {
+        self.plugin.changed_bytes()
+            + self
+                .residents
+                .iter()
+                .map(InstanceImage::changed_bytes)
+                .sum::<u64>()
+    }
+}
+
 impl InstanceImage {
     /// The changed bytes it holds.
     pub fn changed_bytes(&self) -> u64 {

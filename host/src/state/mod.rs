@@ -14,4 +14,4 @@ mod image;
 mod written;
 
 pub use access::{StateAccess, StateError};
-pub use image::{InstanceImage, MemoryImage, Startup};
+pub use image::{InstanceImage, MemoryImage, SessionImage, Startup};

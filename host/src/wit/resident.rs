@@ -1,12 +1,20 @@
 //! `process.resident`: a program kept alive between calls and fed through its stdin.
 //!
 //! A session's interpreter is a small driver program that reads its next request from
-//! standard input, runs it, and reads again. Its stdin is a [`ResidentInput`]: bytes the
-//! plugin feeds, and a signal when the program waits with nothing left to read. The
-//! program itself is a future (its store inside) that the host polls only while a
-//! `start` or `feed` is under way; when the program waits for input, the host stops
-//! polling and the program stays suspended in that wait until it is fed again.
+//! standard input and runs it. Its stdin is a [`ResidentInput`]: bytes the plugin feeds,
+//! and a signal when the program waits with nothing left to read. The host runs it only
+//! while a `start` or `feed` is under way, in one of two ways:
+//!
+//! - a *program* (any command): a future (its store inside) that reads its input in a
+//!   loop; when it waits for input the host stops polling it, and it stays suspended in
+//!   that wait until it is fed again;
+//! - *turns* (a reactor tool with a `resume` program, see [`AtRest`]): each feed runs the
+//!   resume program as one turn on the tool's instance, which reads what it was fed and
+//!   returns. Between turns the instance is at rest, with no call of it under way, so
+//!   its state can be copied (`crate::state`). A turn may still wait for input in the
+//!   middle (a program reading its stdin), as a program does.
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -17,9 +25,22 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::watch;
 use wasmtime_wasi::cli::{IsTerminal, StdinStream};
 use wasmtime_wasi::p2::{InputStream, Pollable, StreamError, StreamResult};
+use wasmtime_wasi::I32Exit;
 
 /// The program, run to its end: its exit code, or the trap that ended it.
 type Program = Pin<Box<dyn Future<Output = wasmtime::Result<i32>> + Send>>;
+
+/// One turn under way: it gives the instance back with the turn's status.
+pub type Turn = Pin<Box<dyn Future<Output = (Box<dyn AtRest>, wasmtime::Result<i32>)> + Send>>;
+
+/// A reactor tool's instance, kept between turns.
+pub trait AtRest: Send + 'static {
+    /// Runs `program` as one turn: its status is 0 when it ran to its end.
+    fn turn(self: Box<Self>, program: String) -> Turn;
+
+    /// For the host side that knows the concrete type (to copy its state).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
 
 /// How long a program that polls its input beside something else (a timer) may stay so
 /// before the host takes it as waiting for input: a zero-delay timer fires within it.
@@ -35,11 +56,29 @@ enum Waiting {
     Reading,
 }
 
+/// What runs, when something does.
+enum Running {
+    Program(Program),
+    Turn(Turn),
+}
+
+/// How a run of the resident ended, when it did.
+enum Ended {
+    /// The program or its instance exited, with this code.
+    Exited(i32),
+    /// A turn returned 0: the instance is at rest again.
+    AtRest(Box<dyn AtRest>),
+}
+
 /// A resident program (the host side of `process.resident`).
 pub struct Resident {
     input: ResidentInput,
-    /// Suspended where it waits for input; `None` once it has exited.
-    program: Option<Program>,
+    /// What runs: a program suspended where it waits for input, or a turn under way.
+    running: Option<Running>,
+    /// With turns: the instance between them.
+    rest: Option<Box<dyn AtRest>>,
+    /// With turns: the program each feed runs.
+    resume: Option<String>,
     exit_code: Option<i32>,
 }
 
@@ -49,9 +88,52 @@ impl Resident {
     pub fn new(input: ResidentInput, program: Program) -> Resident {
         Resident {
             input,
-            program: Some(program),
+            running: Some(Running::Program(program)),
+            rest: None,
+            resume: None,
             exit_code: None,
         }
+    }
+
+    /// A resident run in turns on `instance`: `start` now, one turn each until one does
+    /// not end at rest, then `resume` at every feed.
+    pub async fn in_turns(
+        input: ResidentInput,
+        instance: Box<dyn AtRest>,
+        start: Vec<String>,
+        resume: String,
+    ) -> wasmtime::Result<Resident> {
+        let mut resident = Resident {
+            input,
+            running: None,
+            rest: Some(instance),
+            resume: Some(resume),
+            exit_code: None,
+        };
+        for program in start {
+            let Some(rest) = resident.rest.take() else {
+                break;
+            };
+            resident.running = Some(Running::Turn(rest.turn(program)));
+            if resident.run_until_waiting().await?.is_some() || resident.rest.is_none() {
+                break;
+            }
+        }
+        Ok(resident)
+    }
+
+    /// The instance, when the resident runs in turns and none is under way.
+    pub fn at_rest(&mut self) -> Option<&mut dyn AtRest> {
+        self.rest.as_deref_mut()
+    }
+
+    /// Runs `program` as one turn now, on the instance at rest; `None` without one.
+    pub async fn run_turn(&mut self, program: String) -> wasmtime::Result<Option<i32>> {
+        let Some(rest) = self.rest.take() else {
+            return Ok(None);
+        };
+        self.running = Some(Running::Turn(rest.turn(program)));
+        self.run_until_waiting().await
     }
 
     /// Feeds `bytes` (and, with `end_of_input`, the end of input after them) and runs the
@@ -61,23 +143,28 @@ impl Resident {
         bytes: &[u8],
         end_of_input: bool,
     ) -> wasmtime::Result<Option<i32>> {
-        if self.program.is_some() {
+        if self.exit_code.is_none() {
             self.input.push(bytes, end_of_input);
+        }
+        if self.running.is_none() {
+            if let (Some(rest), Some(resume)) = (self.rest.take(), &self.resume) {
+                self.running = Some(Running::Turn(rest.turn(resume.clone())));
+            }
         }
         self.run_until_waiting().await
     }
 
-    /// Runs the program until it waits for input with nothing to read (`None`) or exits
-    /// (`Some(code)`); a trap or a broken limit is the error.
+    /// Runs the program (or the turn under way) until it waits for input with nothing to
+    /// read (`None`) or exits (`Some(code)`); a trap or a broken limit is the error.
     pub async fn run_until_waiting(&mut self) -> wasmtime::Result<Option<i32>> {
-        let Some(program) = self.program.as_mut() else {
+        let Some(running) = self.running.as_mut() else {
             return Ok(self.exit_code);
         };
         let mut waiting = self.input.waiting();
-        let done = loop {
+        let ended = loop {
             let how = tokio::select! {
                 biased;
-                done = &mut *program => break done,
+                ended = finish(running) => break ended,
                 how = waiting.wait_for(|w| *w != Waiting::No) => *how.expect("the sender lives"),
             };
             if how == Waiting::Reading {
@@ -87,21 +174,46 @@ impl Resident {
             let woke = tokio::time::timeout(POLL_GRACE, async {
                 tokio::select! {
                     biased;
-                    done = &mut *program => Some(done),
+                    ended = finish(running) => Some(ended),
                     _ = waiting.wait_for(|w| *w == Waiting::No) => None,
                 }
             })
             .await;
             match woke {
                 Err(_) => return Ok(None),
-                Ok(Some(done)) => break done,
+                Ok(Some(ended)) => break ended,
                 Ok(None) => continue,
             }
         };
-        self.program = None;
-        let code = done?;
-        self.exit_code = Some(code);
-        Ok(Some(code))
+        self.running = None;
+        match ended? {
+            Ended::AtRest(instance) => {
+                self.rest = Some(instance);
+                Ok(None)
+            }
+            Ended::Exited(code) => {
+                self.exit_code = Some(code);
+                Ok(Some(code))
+            }
+        }
+    }
+}
+
+/// Polls what runs to its end.
+async fn finish(running: &mut Running) -> wasmtime::Result<Ended> {
+    match running {
+        Running::Program(program) => program.await.map(Ended::Exited),
+        Running::Turn(turn) => {
+            let (instance, status) = turn.await;
+            match status {
+                Ok(0) => Ok(Ended::AtRest(instance)),
+                Ok(code) => Ok(Ended::Exited(code)),
+                Err(e) => match e.downcast_ref::<I32Exit>() {
+                    Some(I32Exit(code)) => Ok(Ended::Exited(*code)),
+                    None => Err(e),
+                },
+            }
+        }
     }
 }
 
