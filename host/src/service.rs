@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::manifest::SessionMode;
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Waiting};
 use crate::plugin::{LoadedPlugin, PluginError};
 use crate::run::admission::{default_server_memory, raise_descriptor_limit, Admission};
@@ -108,6 +109,8 @@ pub struct RuntimeInfo {
     pub sample: Option<String>,
     /// Whether a session keeps the interpreter's state between calls.
     pub session_state: bool,
+    /// How that state is kept (stored, resumed, forked), when it is.
+    pub session_mode: Option<SessionMode>,
     /// What a model should know about it (plugins.toml's `note`).
     pub note: Option<String>,
     /// The pure-Python packages added to it (`NAME==VERSION`, or a wheel's file name).
@@ -401,6 +404,7 @@ impl Runbox {
                 extension: p.spec.extension.clone(),
                 sample: p.spec.samples.first().map(|s| s.code.clone()),
                 session_state: p.spec.session_state,
+                session_mode: p.spec.session_mode(),
                 note: p.spec.note.clone(),
                 packages: p.spec.packages.iter().map(|p| p.describe()).collect(),
                 preparation: p.progress(),

@@ -22,6 +22,7 @@
 //!   their languages' checks; the sqlite shell's unit tests.
 //! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
 //! - [`shell_hub`]: the other runtimes as commands of `shell`, in pipes and on its files.
+//! - [`snapshots`]: sessions as snapshots: a session's state copied into forks.
 //! - [`app`]: the result app (an MCP App) in headless Chromium, fed real results.
 //! - [`install`]: the npm packages and the Python wheel, installed as users install them.
 //! - [`layers`]: the crate's modules form layers without an import circle.

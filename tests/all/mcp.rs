@@ -31,9 +31,10 @@ use runbox::service::{Runbox, RunboxOptions};
 use serde_json::{json, Value};
 
 /// The tools runbox offers, by name.
-const TOOLS: [&str; 4] = [
+const TOOLS: [&str; 5] = [
     "close_session",
     "create_session",
+    "fork_session",
     "list_runtimes",
     "run_code",
 ];

@@ -46,8 +46,8 @@ async def basics():
     with HttpServer() as server:
         async with http_session(server.url) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert sorted(tools) == ["close_session", "create_session", "list_runtimes",
-                                     "run_code"], sorted(tools)
+            assert sorted(tools) == ["close_session", "create_session", "fork_session",
+                                     "list_runtimes", "run_code"], sorted(tools)
             assert tools["run_code"].input_schema["properties"]["runtime"]["enum"] == RUNTIMES
             assert tools["run_code"].output_schema["properties"]["status"]["enum"] == [
                 "completed", "crashed", "terminated", "timeout"]

@@ -47,8 +47,8 @@ async def startup():
 async def schemas():
     async with stdio_session() as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert sorted(tools) == ["close_session", "create_session", "list_runtimes",
-                                 "run_code"], sorted(tools)
+        assert sorted(tools) == ["close_session", "create_session", "fork_session",
+                                 "list_runtimes", "run_code"], sorted(tools)
 
         run = tools["run_code"]
         props = run.input_schema["properties"]

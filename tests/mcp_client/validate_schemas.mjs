@@ -58,7 +58,9 @@ await client.connect(transport);
 const { tools } = await client.listTools();
 check(
   JSON.stringify(tools.map((t) => t.name).sort()) ===
-    JSON.stringify(["close_session", "create_session", "list_runtimes", "run_code"]),
+    JSON.stringify([
+      "close_session", "create_session", "fork_session", "list_runtimes", "run_code",
+    ]),
   `tools: ${tools.map((t) => t.name)}`,
 );
 const validators = {};
@@ -101,10 +103,10 @@ const calls = [
     },
   ],
   ["create_session", { runtime: "quickjs" }],
+  ["create_session", { runtime: "javascript" }],
 ];
 let sessionId = null;
 for (let [name, args] of calls) {
-  if (name === "close_session") args = { session_id: sessionId };
   // The SDK validates structured content against the output schema itself, and throws
   // when it does not match.
   const result = await client.callTool({ name, arguments: args });
@@ -128,7 +130,11 @@ for (let [name, args] of calls) {
     sessionId = result.structuredContent.session_id;
     calls.push(["run_code", { session_id: sessionId, code: "var kept = 1", stdin: "x",
                               timeout_seconds: 5, files: [{ path: "s.txt", content: "s" }] }]);
-    calls.push(["close_session", {}]);
+    // A session of a snapshot runtime forks.
+    if (args.runtime === "javascript") {
+      calls.push(["fork_session", { session_id: sessionId, count: 2 }]);
+    }
+    calls.push(["close_session", { session_id: sessionId }]);
   }
 }
 

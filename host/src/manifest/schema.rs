@@ -172,6 +172,18 @@ pub enum AdapterSpec {
     Artifact(ArtifactSpec),
 }
 
+/// How a runtime's session state is kept when a session is stored, resumed or forked.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionMode {
+    /// The interpreter's memory is copied: resuming takes milliseconds; sessions fork.
+    Snapshot,
+    /// The calls are run again from their record.
+    Replay,
+}
+
 /// A setting value: a string or a list of strings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -433,6 +445,29 @@ impl PluginSpec {
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// How its sessions' interpreter state is kept (stored, resumed, forked), as far as
+    /// the entry tells: `None` when sessions keep no state; a snapshot for a native
+    /// component, or for the `command` adapter when its session driver is a reactor tool
+    /// that runs in turns; replay otherwise (a driver that waits for input mid-program).
+    pub fn session_mode(&self) -> Option<SessionMode> {
+        if !self.session_state {
+            return None;
+        }
+        let native = !matches!(&self.adapter, AdapterSpec::Builtin(name) if name == "command");
+        let driver = self
+            .settings
+            .get("session-argv")
+            .and_then(|argv| argv.to_list().into_iter().next());
+        let in_turns = driver
+            .and_then(|tool| self.tools.get(&tool))
+            .and_then(|tool| tool.reactor.as_ref())
+            .is_some_and(|reactor| reactor.resume.is_some());
+        Some(match native || in_turns {
+            true => SessionMode::Snapshot,
+            false => SessionMode::Replay,
+        })
     }
 
     /// The settings handed to the plugin, with the entry's own fields added.

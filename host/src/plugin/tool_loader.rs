@@ -14,7 +14,7 @@ use crate::engine::compiled_cache::CompiledKind;
 use crate::engine::SandboxEngine;
 use crate::manifest::{ArtifactSource, ArtifactSpec, MountSpec, PluginSpec, ToolSpec};
 use crate::plugin::artifact::{Cache, Progress};
-use crate::sandbox::turns::TurnDoors;
+use crate::sandbox::turn_doors::TurnDoors;
 use crate::sandbox::StoreState;
 use crate::sandbox::{Mount, Tool, ToolLead};
 use crate::state::StateAccess;

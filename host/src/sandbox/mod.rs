@@ -14,6 +14,7 @@ pub mod replay_clock;
 mod sandbox;
 pub mod store;
 pub mod tool_device;
+pub mod turn_doors;
 pub mod turns;
 
 pub use process::{at_rest_tool, run_tool};

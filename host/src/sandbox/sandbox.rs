@@ -37,7 +37,7 @@ pub struct Tool {
     /// (see `plugin::provisional`). Empty for every other tool.
     pub lead: ToolLead,
     /// A reactor that runs in turns as a session's resident (see `turns.rs`).
-    pub turns: Option<Arc<super::turns::TurnDoors>>,
+    pub turns: Option<Arc<super::turn_doors::TurnDoors>>,
 }
 
 /// Arguments and environment a tool is always started with, ahead of the caller's.

@@ -4,24 +4,13 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use wasmtime::component::{ComponentExportIndex, Instance};
+use wasmtime::component::Instance;
 use wasmtime::Store;
 
 use super::sandbox::StoreState;
-use crate::state::{InstanceImage, Startup, StateAccess, StateError};
+use super::turn_doors::TurnDoors;
+use crate::state::{InstanceImage, Startup, StateError};
 use crate::wit::resident::{AtRest, Turn};
-
-/// How a reactor tool runs in turns (`[plugins.NAME.tools.TOOL.reactor]`'s `resume`).
-pub struct TurnDoors {
-    /// The component's `turn` export.
-    pub turn: ComponentExportIndex,
-    /// The program every feed runs.
-    pub resume: String,
-    /// The program a copy of a session runs once made.
-    pub after_fork: Option<String>,
-    /// The doors into the tool's state.
-    pub state: Option<Arc<StateAccess>>,
-}
 
 /// The tool's instance between turns.
 pub struct ToolAtRest {

@@ -1,5 +1,5 @@
-//! The MCP handler: the `run_code`, `list_runtimes`, `create_session` and `close_session`
-//! tools over a [`Runbox`].
+//! The MCP handler: the `run_code`, `list_runtimes`, `create_session`, `fork_session` and
+//! `close_session` tools over a [`Runbox`].
 //!
 //! One request: rmcp parses `tools/call` → [`RunboxServer::run_code`] checks the
 //! arguments (`arguments.rs`) → [`Runbox::run`] with a token that rmcp cancels on
@@ -34,6 +34,7 @@ use crate::mcp::handler::tools::close_session::{self, check_close_session, Close
 use crate::mcp::handler::tools::create_session::{
     self, check_create_session, create_session_description, CreateSessionOutput,
 };
+use crate::mcp::handler::tools::fork_session::{self, check_fork_session, ForkSessionOutput};
 use crate::mcp::handler::tools::list_runtimes::{
     self, Limits, ListRuntimesOutput, ToolServerEntry,
 };
@@ -400,6 +401,52 @@ impl RunboxServer {
                     output.session_id,
                     output.runtime,
                     secs(output.idle_timeout_seconds)
+                );
+                structured(vec![ContentBlock::text(text)], &output)
+            }
+            Err(e) => tool_error(e.to_string()),
+        }
+    }
+
+    /// Copy a session.
+    #[tool(
+        name = "fork_session",
+        description = fork_session::DESCRIPTION,
+        input_schema = fork_session::fork_session_input_schema(),
+        output_schema = fork_session::fork_session_output_schema(),
+        annotations(
+            title = "Fork a session",
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn fork_session(
+        &self,
+        Parameters(arguments): Parameters<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let (session_id, count) = match check_fork_session(arguments) {
+            Ok(args) => args,
+            Err(message) => return tool_error(message),
+        };
+        let what = format!("copying session {session_id} {count} times");
+        let forked = with_progress(
+            &context,
+            &what,
+            None,
+            self.runbox.fork_session(&session_id, count),
+        );
+        match forked.await {
+            Ok(children) => {
+                let output = ForkSessionOutput {
+                    session_ids: children.into_iter().map(|c| c.session_id).collect(),
+                    source: session_id,
+                };
+                let text = format!(
+                    "session {} copied into {}: each holds its variables and files as they were, \
+                     and lives on its own; pass one as session_id to run_code.",
+                    output.source,
+                    output.session_ids.join(", ")
                 );
                 structured(vec![ContentBlock::text(text)], &output)
             }

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::service::{LimitSettings, RuntimeInfo};
+use crate::service::{LimitSettings, RuntimeInfo, SessionMode};
 
 /// What list_runtimes does, as its tools/list entry says it.
 pub const DESCRIPTION: &str = "The runtimes (versions, sample programs, whether sessions keep \
@@ -26,6 +26,11 @@ pub struct RuntimeEntry {
     /// Whether a session keeps variables, functions and imports between calls (files
     /// carry over in every session).
     pub session_state: bool,
+    /// How a session's state is kept, when it is: "snapshot" (its interpreter's memory is
+    /// copied: fork_session works, a stored session resumes in milliseconds) or "replay"
+    /// (its calls run again). Only present when `session_state` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_mode: Option<SessionMode>,
     /// What a model should know about the runtime beyond its name and version, if anything.
     pub note: Option<String>,
     /// Packages the server's operator added (`NAME==VERSION`): importable in every run
@@ -47,6 +52,7 @@ impl From<RuntimeInfo> for RuntimeEntry {
             extension: info.extension,
             sample: info.sample,
             session_state: info.session_state,
+            session_mode: info.session_mode,
             note: info.note,
             packages: info.packages,
             preparation: info.preparation,

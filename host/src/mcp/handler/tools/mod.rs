@@ -6,6 +6,7 @@
 mod arguments;
 pub mod close_session;
 pub mod create_session;
+pub mod fork_session;
 pub mod list_runtimes;
 pub mod run_code;
 mod units;

@@ -433,10 +433,10 @@ pub fn run_code_description(
     format!(
         "Run a program in a WebAssembly sandbox. Runtimes:\n{}\n\n\
          No network, no host files, nothing to install, no command-line arguments; each call \
-         starts fresh unless in a session (create_session). Input via `stdin` and `files`; \
-         files it writes come back (images as images). Limits: {} s (`timeout_seconds` up to \
-         {} s{longer}; compiling has {} s of its own), {} memory, {} output per stream. A \
-         non-zero exit is still `completed`; `error` says why a run ended `timeout`, `crashed` \
+         starts fresh unless in a session (create_session; fork_session copies one). Input \
+         via `stdin` and `files`; files it writes come back (images as images). Limits: {} s \
+         (`timeout_seconds` up to {} s{longer}; compiling has {} s of its own), {} memory, \
+         {} output per stream. A non-zero exit is still `completed`; `error` says why a run ended `timeout`, `crashed` \
          or `terminated`. Long output shows head and tail; the rest is linked (runbox:// \
          URIs, for resources/read).",
         listed.join("\n"),
@@ -502,6 +502,7 @@ mod tests {
             extension: "x".into(),
             sample: None,
             session_state: false,
+            session_mode: None,
             note: None,
             packages: Vec::new(),
             preparation: None,
@@ -516,6 +517,7 @@ mod tests {
             extension: "py".into(),
             sample: None,
             session_state: true,
+            session_mode: Some(crate::service::SessionMode::Snapshot),
             note: Some("plt.show() saves each figure as figure-N.png".into()),
             packages: Vec::new(),
             preparation: None,
