@@ -107,3 +107,133 @@ async fn python_forks_live_apart() {
     )
     .await;
 }
+
+/// As after `os.fork`, python re-seeds `random` in each copy: the copies draw apart.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_forks_draw_different_random_numbers() {
+    let runbox = runbox_of(&["python"]).await;
+    let parent = runbox.create_session("python").await.unwrap().session_id;
+    say(&runbox, &parent, "import random\nrandom.seed(7)").await;
+    let children = runbox.fork_session(&parent, 2).await.unwrap();
+    let draw = "print(random.random())";
+    let mut drawn = vec![say(&runbox, &parent, draw).await];
+    for child in &children {
+        drawn.push(say(&runbox, &child.session_id, draw).await);
+    }
+    drawn.sort();
+    drawn.dedup();
+    assert_eq!(drawn.len(), 3, "the same numbers drawn: {drawn:?}");
+}
+
+/// A runtime whose sessions are replayed says so, and nothing is made.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replayed_runtime_says_it_cannot_fork() {
+    let runbox = runbox_of(&["quickjs"]).await;
+    let parent = runbox.create_session("quickjs").await.unwrap().session_id;
+    say(&runbox, &parent, "var n = 1").await;
+    let e = runbox
+        .fork_session(&parent, 2)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("session_mode \"replay\""), "{e}");
+    assert_eq!(runbox.sessions().len(), 1);
+}
+
+/// Forks count against `--max-sessions` before any is made: too many are refused whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn forks_past_the_session_cap_are_refused_whole() {
+    let runbox = Arc::new(
+        crate::common::own_runbox(RunboxOptions {
+            only: vec!["javascript".into()],
+            max_sessions: 3,
+            ..crate::common::options()
+        })
+        .await,
+    );
+    let parent = runbox
+        .create_session("javascript")
+        .await
+        .unwrap()
+        .session_id;
+    say(&runbox, &parent, "var n = 1").await;
+    let e = runbox
+        .fork_session(&parent, 3)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--max-sessions"), "{e}");
+    assert_eq!(runbox.sessions().len(), 1, "half a fork was made");
+    let children = runbox.fork_session(&parent, 2).await.unwrap();
+    assert_eq!(runbox.sessions().len(), 3);
+    for child in children {
+        assert_eq!(
+            say(&runbox, &child.session_id, "console.log(n)").await,
+            "1\n"
+        );
+    }
+}
+
+/// Twenty copies of a session holding a million numbers, made at once, fit the memory budget and
+/// each runs; copies past the budget are refused whole, before any is made.
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_forks_at_once_within_the_memory_budget() {
+    let runbox = Arc::new(
+        crate::common::own_runbox(RunboxOptions {
+            only: vec!["javascript".into()],
+            server_memory_bytes: 1536 << 20,
+            max_sessions: 64,
+            ..crate::common::options()
+        })
+        .await,
+    );
+    let parent = runbox
+        .create_session("javascript")
+        .await
+        .unwrap()
+        .session_id;
+    say(
+        &runbox,
+        &parent,
+        "var big = new Array(1 << 20).fill(0).map((_, i) => i); var n = 1",
+    )
+    .await;
+    let (first, second) = tokio::join!(
+        runbox.fork_session(&parent, 16),
+        runbox.fork_session(&parent, 4)
+    );
+    let mut children: Vec<String> = first.unwrap().into_iter().map(|c| c.session_id).collect();
+    children.extend(second.unwrap().into_iter().map(|c| c.session_id));
+    assert_eq!(children.len(), 20);
+    // Each copy's memory is charged to the server's budget, as its source's is.
+    let budget = runbox.server_memory();
+    eprintln!(
+        "{} MiB of {} MiB in use",
+        budget.used() >> 20,
+        budget.cap() >> 20
+    );
+    assert!(
+        budget.used() >= 21 * (16 << 20),
+        "{} MiB in use",
+        budget.used() >> 20
+    );
+    for child in &children {
+        let shown = say(&runbox, child, "n += 1; console.log(n, big[12345])").await;
+        assert_eq!(shown, "2 12345\n");
+    }
+    // Sixteen more copies of a bigger source do not fit what is left: none is made.
+    say(
+        &runbox,
+        &parent,
+        "var more = new Array(4 << 20).fill(0).map((_, i) => i)",
+    )
+    .await;
+    let open = runbox.sessions().len();
+    let e = runbox
+        .fork_session(&parent, 16)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("memory budget"), "{e}");
+    assert_eq!(runbox.sessions().len(), open, "half a fork was made");
+}

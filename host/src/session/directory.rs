@@ -455,6 +455,7 @@ mod tests {
             calls: vec![],
             files: vec![],
             lost: None,
+            image: None,
         }
     }
 

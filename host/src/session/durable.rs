@@ -28,6 +28,7 @@ use crate::plugin::LoadedPlugin;
 use crate::run::limits::RunLimits;
 use crate::run::outcome::RunStatus;
 use crate::run::{RunError, RunRequest, Runner};
+use crate::state::StoredImage;
 
 impl Session {
     pub(super) fn lock_history<'a>(
@@ -56,6 +57,7 @@ impl Session {
         stored_by: &str,
         plugin: &str,
         max_bytes: u64,
+        image: Option<StoredImage>,
     ) -> Result<StoredSession, entry::SnapshotError> {
         let history = self.history.as_ref().map(|h| self.lock_history(h));
         let (created_ms, base, calls, lost) = match &history {
@@ -80,6 +82,7 @@ impl Session {
             calls,
             files,
             lost,
+            image,
         })
     }
 
@@ -207,22 +210,36 @@ impl Session {
         let host = |e: std::io::Error| RunError::Host(format!("cannot restore the session: {e}"));
         let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
         let total = entry.calls.len();
-        let diverged = session
-            .replay_onto(runner, &entry.base, &entry.calls, &entry.files, false)
-            .await?;
+        // A snapshot runtime's state is written back, not computed again.
+        let restored = entry.image.is_some();
+        let diverged = match &entry.image {
+            Some(image) => {
+                session.restore_state(runner, image, &entry.files).await?;
+                None
+            }
+            None => {
+                session
+                    .replay_onto(runner, &entry.base, &entry.calls, &entry.files, false)
+                    .await?
+            }
+        };
         {
             let mut history = session.lock_history(session.history.as_ref().expect("durable"));
             history.created_ms = entry.created_ms;
             history.bytes = record_bytes(&entry.base, &entry.calls);
             history.base = entry.base;
             history.calls = entry.calls;
-            if entry.lost.is_some() {
+            if entry.lost.is_some() && !restored {
                 // A fresh interpreter, beside the files as stored.
                 history.base = entry.files.clone();
                 history.bytes = content_bytes(&history.base);
+            } else if restored {
+                // The record could not be kept, the state was: the next store takes the
+                // state again, and the record stays broken.
+                history.broken = entry.lost.clone();
             }
         }
-        if let Some(why) = &entry.lost {
+        if let (Some(why), false) = (&entry.lost, restored) {
             session.add_notice(format!(
                 "This session was resumed from the session store without its interpreter \
                  state, which could not be kept ({why}): its files are as they were, its \

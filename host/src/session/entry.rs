@@ -1,6 +1,6 @@
 //! A stored session's bytes: what it is (id, runtime, the plugin it ran on), its working
-//! directory, and the journal of the calls that made its interpreter's state; and the
-//! directory snapshots it is made of.
+//! directory, the journal of the calls that made its interpreter's state and, for a
+//! snapshot runtime, that state's image; and the directory snapshots it is made of.
 //!
 //! On disk an entry is `MAGIC`, the SHA-256 of the rest, then the entry in `postcard`.
 //! Reading one checks the magic, the checksum and every path before anything is used:
@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::sandbox::journal::Draws;
+use crate::state::StoredImage;
 
 /// The first bytes of every entry; the last byte is the format's version.
-const MAGIC: &[u8; 8] = b"RBXSESS\x02";
+const MAGIC: &[u8; 8] = b"RBXSESS\x03";
 
 /// Why an entry cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -52,6 +53,10 @@ pub struct StoredSession {
     /// Why `base` and `calls` are empty although its runtime keeps state: its interpreter
     /// state could not be kept, and resuming it says so.
     pub lost: Option<String>,
+    /// Its interpreter's state itself, for a runtime whose sessions are snapshots: what
+    /// resuming writes into a fresh instance instead of running `calls` again (which
+    /// stay, for a session stopped mid-call to be rebuilt from).
+    pub image: Option<StoredImage>,
 }
 
 /// A file or directory of a working directory, by its `/`-separated relative path.
@@ -281,6 +286,7 @@ mod tests {
                 },
             ],
             lost: None,
+            image: Some(StoredImage::default()),
         }
     }
 

@@ -8,22 +8,15 @@
 //! image written in. Nothing is run again and nothing is compiled.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use tokio_util::sync::CancellationToken;
 
 use super::durable::charge_restored;
 use super::entry;
 use super::history::History;
 use super::session::Session;
+use super::snapshot::in_state_time;
+use crate::manifest::SessionMode;
 use crate::run::instance::PluginInstance;
-use crate::run::thread::on_own_thread;
 use crate::run::{RunError, Runner};
-use crate::sandbox::clock::{self, CallClock};
-
-/// How long making the children may take: copying the source's state into each is a
-/// matter of milliseconds; this only stops a plugin whose session never opens.
-const FORK_DEADLINE: Duration = Duration::from_secs(60);
 
 impl Session {
     /// Gives each of `children` (new, with no call made) this session's state and files
@@ -34,6 +27,14 @@ impl Session {
         runner: &Runner,
         children: &[Arc<Session>],
     ) -> Result<(), RunError> {
+        if self.keeps_state() && self.plugin.spec.session_mode() == Some(SessionMode::Replay) {
+            return Err(RunError::Host(format!(
+                "`{}` keeps a session as the record of its calls (its list_runtimes entry \
+                 says session_mode \"replay\"), which cannot be copied; sessions of runtimes \
+                 whose session_mode is \"snapshot\" can be forked",
+                self.runtime
+            )));
+        }
         let mut live = self.live.clone().lock_owned().await;
         if self.retired.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(RunError::SessionMoved);
@@ -41,7 +42,7 @@ impl Session {
         // The state first: it is what may refuse the fork.
         let image = match (live.take(), self.keeps_state()) {
             (Some(instance), true) => {
-                let (instance, image) = in_call_time(async move {
+                let (instance, image) = in_state_time(async move {
                     let mut instance = instance;
                     let image = instance.capture().await;
                     (instance, image)
@@ -87,11 +88,12 @@ impl Session {
             for child in children {
                 let (plugin, sandbox, image) =
                     (child.plugin.clone(), child.sandbox.clone(), image.clone());
-                let instance = in_call_time(async move {
+                let instance = in_state_time(async move {
                     let mut instance = PluginInstance::with_session(&plugin, &sandbox)
                         .await
                         .map_err(|e| format!("{e:#}"))?;
                     instance.restore(&image).await.map_err(|e| e.to_string())?;
+                    instance.after_fork().await.map_err(|e| format!("{e:#}"))?;
                     Ok::<_, String>(instance)
                 })
                 .await?
@@ -114,15 +116,4 @@ impl History {
             broken: self.broken.clone(),
         }
     }
-}
-
-/// Runs `work` (which runs guest code) on a thread of its own, on a clock that stops it
-/// after [`FORK_DEADLINE`], as a call's instance runs.
-async fn in_call_time<R: Send + 'static>(
-    work: impl std::future::Future<Output = R> + Send + 'static,
-) -> Result<R, RunError> {
-    let clock = CallClock::new(Instant::now() + FORK_DEADLINE, CancellationToken::new());
-    on_own_thread(move || clock::timed(clock, work))
-        .await
-        .map_err(|e| RunError::Host(format!("the fork's thread failed: {e}")))
 }

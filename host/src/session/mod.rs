@@ -11,7 +11,10 @@
 //! the server stops; its files go with it.
 //!
 //! With a session store (`--session-store`), a session is also durable: `durable.rs`
-//! keeps what it takes to rebuild it elsewhere, `directory.rs` where it is kept (the session store), `entry.rs` what one stored session is.
+//! keeps what it takes to rebuild it elsewhere (the calls, to run again), `snapshot.rs`
+//! its interpreter's state itself where its runtime's sessions are snapshots,
+//! `directory.rs` where it is kept (the session store), `entry.rs` what one stored
+//! session is. `fork.rs` copies an open session into new ones.
 
 pub mod directory;
 mod durable;
@@ -22,6 +25,7 @@ mod registry;
 // The module is named for the type it holds, as the folder's other files are.
 #[allow(clippy::module_inception)]
 mod session;
+mod snapshot;
 
 pub use crate::sandbox::journal::Journal;
 pub use registry::{Durability, SessionError, Sessions};

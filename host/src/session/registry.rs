@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::directory::{SessionStore, StoreError, Taken};
 use super::entry::StoredSession;
 use super::session::{Busy, Session};
+use super::snapshot::store_state;
 use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
@@ -498,13 +499,13 @@ impl Inner {
         }
         // Holding the instance's lock: no call runs, and one that waits for it will see
         // the session retired and look it up again (in the store, once this is done).
-        let Ok(_live) = session.live.try_lock() else {
+        let Ok(mut live) = session.live.try_lock() else {
             return false;
         };
         // Charged to the server's budget while the entry is built and written; when the
         // server stops, every session is stored whatever the budget says.
         let needed = usize::try_from(session.storing_bytes()).unwrap_or(usize::MAX);
-        let _charge = match durability.memory.reserve(needed) {
+        let mut charge = match durability.memory.reserve(needed) {
             Some(charge) => Some(charge),
             None if stopping => None,
             None => {
@@ -516,12 +517,38 @@ impl Inner {
                 return false;
             }
         };
+        // A snapshot runtime's state goes with it (a replayed one's is its calls).
+        let image = match (live.take(), session.keeps_state()) {
+            (Some(instance), true) => {
+                let (instance, image) = store_state(instance);
+                *live = instance;
+                image
+                    .inspect_err(|e| tracing::debug!(session = id, "stored without its state: {e}"))
+                    .ok()
+            }
+            (instance, _) => {
+                *live = instance;
+                None
+            }
+        };
+        // Its compressed pages are held until the entry is written, too.
+        let image_bytes = image.as_ref().map_or(0, |i| i.stored_bytes() as usize);
+        if let Some(charge) = &mut charge {
+            if !charge.grow(image_bytes.saturating_mul(2)) && !stopping {
+                tracing::debug!(
+                    session = id,
+                    "not stored now: the server's memory budget is in use"
+                );
+                return false;
+            }
+        }
         session.retire();
         let stored = session
             .stored(
                 durability.store.incarnation(),
                 &session.plugin.identity,
                 durability.max_entry_bytes,
+                image,
             )
             .map_err(|e| e.to_string())
             .and_then(|entry| durability.store.write(&entry).map_err(|e| e.to_string()));

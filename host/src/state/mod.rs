@@ -7,11 +7,13 @@
 //! ([`StateAccess`] finds them). An [`InstanceImage`] holds only what the instance changed
 //! since it was made: the host pages the kernel says were written ([`written`]), each
 //! compared with nothing, so taking one costs a scan of the page table and a copy of
-//! what changed.
+//! what changed. A [`StoredImage`] is one as the session store keeps it.
 
 mod access;
 mod image;
+mod stored;
 mod written;
 
 pub use access::{StateAccess, StateError};
 pub use image::{InstanceImage, MemoryImage, SessionImage, Startup};
+pub use stored::{ImageError, StoredImage};

@@ -1,0 +1,113 @@
+//! Durable sessions on snapshots: a session whose runtime keeps its interpreter at rest
+//! between calls is stored with that interpreter's state (a `StoredImage`: its memories'
+//! changed pages and its globals), and comes back by writing the state into a fresh
+//! instance of the same plugin. Nothing runs again, so resuming takes as long as copying
+//! the pages, whatever the calls computed, and nothing outside the sandbox can make it
+//! differ. Runtimes whose sessions are programs waiting for input are replayed
+//! (`durable.rs`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::durable::charge_restored;
+use super::entry::{self, StoredFile};
+use super::session::Session;
+use crate::run::instance::PluginInstance;
+use crate::run::{RunError, Runner};
+use crate::sandbox::clock::{self, CallClock};
+use crate::state::{SessionImage, StoredImage};
+
+/// How long taking or writing a session's state may take: it is a copy of its pages,
+/// a matter of milliseconds; this only stops a plugin whose doors never answer.
+const STATE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Takes the state of `instance` (at rest: its session's lock is held) and stores it,
+/// on a thread of its own under [`STATE_DEADLINE`]. Gives the instance back, with the
+/// image or why there is none (the runtime's sessions are replayed, or the state holds
+/// what a copy cannot carry). Blocks: it is called where the store is written.
+pub(super) fn store_state(
+    instance: PluginInstance,
+) -> (Option<PluginInstance>, Result<StoredImage, String>) {
+    let taken = std::thread::Builder::new()
+        .name("runbox-store-state".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            let clock = CallClock::new(Instant::now() + STATE_DEADLINE, CancellationToken::new());
+            Ok::<_, String>(runtime.block_on(clock::timed(clock, async move {
+                let mut instance = instance;
+                let image = instance.capture().await;
+                (instance, image)
+            })))
+        })
+        .map_err(|e| e.to_string())
+        .and_then(|thread| {
+            thread
+                .join()
+                .map_err(|_| "the thread taking it failed".to_string())?
+        });
+    match taken {
+        Ok((instance, Ok(image))) => (Some(instance), Ok(StoredImage::encode(&image))),
+        Ok((instance, Err(e))) => (Some(instance), Err(e.to_string())),
+        // The instance went with the thread: the session's next call starts afresh.
+        Err(e) => (None, Err(e)),
+    }
+}
+
+impl Session {
+    /// Puts `stored` (the state of this runtime's interpreter, as stored) into a fresh
+    /// instance of this session, and `files` into its working directory. The image's
+    /// memory is checked against the session's and the server's memory before anything
+    /// is decompressed or mapped; a page that does not match its checksum, or an
+    /// instance that starts differently from the one the image was taken of, refuses the
+    /// whole session.
+    pub(super) async fn restore_state(
+        self: &Arc<Self>,
+        runner: &Runner,
+        stored: &StoredImage,
+        files: &[StoredFile],
+    ) -> Result<(), RunError> {
+        let refused = |why: String| RunError::Host(format!("cannot restore the session: {why}"));
+        let needed = stored.memory_bytes();
+        let free = runner.admission.memory().remaining() as u64;
+        if needed > free {
+            return Err(refused(format!(
+                "its interpreter holds {} MiB and the server's memory budget has {} MiB free",
+                needed >> 20,
+                free >> 20
+            )));
+        }
+        let image: SessionImage = stored
+            .decode(runner.limits.memory_bytes)
+            .map_err(|e| refused(e.to_string()))?;
+        charge_restored(self, files)?;
+        entry::restore_dir(&self.sandbox.scratch, files).map_err(|e| refused(e.to_string()))?;
+        let (plugin, sandbox) = (self.plugin.clone(), self.sandbox.clone());
+        let instance = in_state_time(async move {
+            let mut instance = PluginInstance::with_session(&plugin, &sandbox)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            instance.restore(&image).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(instance)
+        })
+        .await?
+        .map_err(refused)?;
+        *self.live.lock().await = Some(instance);
+        Ok(())
+    }
+}
+
+/// Runs `work` (which runs guest code) on a thread of its own, on a clock that stops it
+/// after [`STATE_DEADLINE`], as a call's instance runs.
+pub(super) async fn in_state_time<R: Send + 'static>(
+    work: impl std::future::Future<Output = R> + Send + 'static,
+) -> Result<R, RunError> {
+    let clock = CallClock::new(Instant::now() + STATE_DEADLINE, CancellationToken::new());
+    crate::run::thread::on_own_thread(move || clock::timed(clock, work))
+        .await
+        .map_err(|e| RunError::Host(format!("the thread copying a session's state failed: {e}")))
+}
