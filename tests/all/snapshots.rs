@@ -237,3 +237,151 @@ async fn twenty_forks_at_once_within_the_memory_budget() {
     assert!(e.contains("memory budget"), "{e}");
     assert_eq!(runbox.sessions().len(), open, "half a fork was made");
 }
+
+/// A runbox with a session store in `store`.
+async fn stored_runbox(runtime: &str, store: &std::path::Path) -> Arc<Runbox> {
+    use runbox::session::directory::{StoreSettings, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL};
+    Arc::new(
+        crate::common::own_runbox(RunboxOptions {
+            only: vec![runtime.into()],
+            session_store: Some(StoreSettings {
+                dir: store.to_path_buf(),
+                max_entries: DEFAULT_MAX_STORED,
+                ttl: DEFAULT_STORED_TTL,
+                max_entry_bytes: 1 << 30,
+            }),
+            ..crate::common::options()
+        })
+        .await,
+    )
+}
+
+/// A python session whose call read the clock in a loop for three seconds (which no
+/// record of draws could keep) is stored with its interpreter's state and comes back at
+/// once, exact, in a new server: nothing runs again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_python_session_comes_back_without_running_its_calls() {
+    let store = tempfile::tempdir().unwrap();
+    let first = stored_runbox("python", store.path()).await;
+    let id = first.create_session("python").await.unwrap().session_id;
+    let counted = say(
+        &first,
+        &id,
+        "import time\nt = time.perf_counter()\nn = 0\n\
+         while time.perf_counter() - t < 3: n += 1\nopen('kept.txt', 'w').write(str(n))\nprint(n)",
+    )
+    .await;
+    assert!(first.sessions().hibernate(&id), "stored");
+    drop(first);
+
+    let second = stored_runbox("python", store.path()).await;
+    let started = std::time::Instant::now();
+    let outcome = second
+        .run(
+            RunRequest {
+                code: "print(n)\nprint(open('kept.txt').read())".into(),
+                session_id: Some(id.clone()),
+                ..RunRequest::default()
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&outcome.output.stdout);
+    assert_eq!(stdout, format!("{counted}{}\n", counted.trim()), "{outcome:?}");
+    assert!(outcome.notice.is_none(), "{:?}", outcome.notice);
+    // Running the loop again would take its three seconds.
+    assert!(took.as_secs_f64() < 2.0, "resuming took {took:?}");
+}
+
+/// A stored image is checked page by page: a page changed (and the entry's checksum
+/// made to match, as a forger would), or an entry from another build of the runtime, is
+/// refused with a clear error and nothing of it is loaded.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_page_or_another_build_is_refused() {
+    use runbox::session::entry::StoredSession;
+    let store = tempfile::tempdir().unwrap();
+    let runbox = stored_runbox("javascript", store.path()).await;
+    let path = |id: &str| store.path().join(format!("{id}.session"));
+    let stored = |id: &str| StoredSession::decode(&std::fs::read(path(id)).unwrap()).unwrap();
+    let resume = |id: String| {
+        let runbox = runbox.clone();
+        async move {
+            runbox
+                .run(
+                    RunRequest {
+                        code: "console.log(n)".into(),
+                        session_id: Some(id),
+                        ..RunRequest::default()
+                    },
+                    CancellationToken::new(),
+                )
+                .await
+        }
+    };
+
+    let tampered = runbox.create_session("javascript").await.unwrap().session_id;
+    say(&runbox, &tampered, "var n = 'secret'.repeat(100000).length").await;
+    assert!(runbox.sessions().hibernate(&tampered));
+    let mut entry = stored(&tampered);
+    let image = entry.image.as_mut().expect("a javascript session is stored as its state");
+    assert!(!image.pages.is_empty());
+    let page = &mut image.pages[0];
+    page.zstd = zstd::bulk::compress(&vec![0x41; page.len as usize], 1).unwrap();
+    std::fs::write(path(&tampered), entry.encode()).unwrap();
+    let e = resume(tampered.clone()).await.unwrap_err().to_string();
+    assert!(e.contains("does not match its checksum"), "{e}");
+
+    let foreign = runbox.create_session("javascript").await.unwrap().session_id;
+    say(&runbox, &foreign, "var n = 2").await;
+    assert!(runbox.sessions().hibernate(&foreign));
+    let mut entry = stored(&foreign);
+    entry.plugin = "another build".into();
+    std::fs::write(path(&foreign), entry.encode()).unwrap();
+    let e = resume(foreign.clone()).await.unwrap_err().to_string();
+    assert!(e.contains("another version"), "{e}");
+
+    // The same entry, as this build wrote it, resumes.
+    let kept = runbox.create_session("javascript").await.unwrap().session_id;
+    say(&runbox, &kept, "var n = 3").await;
+    assert!(runbox.sessions().hibernate(&kept));
+    let outcome = resume(kept).await.unwrap();
+    assert_eq!(outcome.output.stdout, b"3\n");
+}
+
+/// `snapshots.py TRANSPORT SCENARIO` with `client` (the Python SDK's default `Client`,
+/// "auto", or `ClientSession.initialize()`, "legacy").
+fn scenario(transport: &str, scenario: &str, client: &str) {
+    crate::mcp::scenario_with("snapshots.py", &[transport, scenario], client);
+}
+
+#[test]
+fn forks_through_mcp_over_stdio() {
+    scenario("stdio", "fork", "auto");
+}
+
+#[test]
+fn forks_through_mcp_over_stdio_handshake() {
+    scenario("stdio", "fork", "legacy");
+}
+
+#[test]
+fn forks_through_mcp_over_http() {
+    scenario("http", "fork", "auto");
+}
+
+#[test]
+fn forks_through_mcp_over_http_handshake() {
+    scenario("http", "fork", "legacy");
+}
+
+#[test]
+fn a_stored_session_comes_back_exact_after_kill_9_without_replay() {
+    scenario("http", "kill9", "auto");
+}
+
+#[test]
+fn a_stored_session_comes_back_exact_after_kill_9_without_replay_handshake() {
+    scenario("http", "kill9", "legacy");
+}
