@@ -289,7 +289,11 @@ async fn a_stored_python_session_comes_back_without_running_its_calls() {
         .unwrap();
     let took = started.elapsed();
     let stdout = String::from_utf8_lossy(&outcome.output.stdout);
-    assert_eq!(stdout, format!("{counted}{}\n", counted.trim()), "{outcome:?}");
+    assert_eq!(
+        stdout,
+        format!("{counted}{}\n", counted.trim()),
+        "{outcome:?}"
+    );
     assert!(outcome.notice.is_none(), "{:?}", outcome.notice);
     // Running the loop again would take its three seconds.
     assert!(took.as_secs_f64() < 2.0, "resuming took {took:?}");
@@ -321,11 +325,18 @@ async fn a_changed_page_or_another_build_is_refused() {
         }
     };
 
-    let tampered = runbox.create_session("javascript").await.unwrap().session_id;
+    let tampered = runbox
+        .create_session("javascript")
+        .await
+        .unwrap()
+        .session_id;
     say(&runbox, &tampered, "var n = 'secret'.repeat(100000).length").await;
     assert!(runbox.sessions().hibernate(&tampered));
     let mut entry = stored(&tampered);
-    let image = entry.image.as_mut().expect("a javascript session is stored as its state");
+    let image = entry
+        .image
+        .as_mut()
+        .expect("a javascript session is stored as its state");
     assert!(!image.pages.is_empty());
     let page = &mut image.pages[0];
     page.zstd = zstd::bulk::compress(&vec![0x41; page.len as usize], 1).unwrap();
@@ -333,7 +344,11 @@ async fn a_changed_page_or_another_build_is_refused() {
     let e = resume(tampered.clone()).await.unwrap_err().to_string();
     assert!(e.contains("does not match its checksum"), "{e}");
 
-    let foreign = runbox.create_session("javascript").await.unwrap().session_id;
+    let foreign = runbox
+        .create_session("javascript")
+        .await
+        .unwrap()
+        .session_id;
     say(&runbox, &foreign, "var n = 2").await;
     assert!(runbox.sessions().hibernate(&foreign));
     let mut entry = stored(&foreign);
@@ -343,7 +358,11 @@ async fn a_changed_page_or_another_build_is_refused() {
     assert!(e.contains("another version"), "{e}");
 
     // The same entry, as this build wrote it, resumes.
-    let kept = runbox.create_session("javascript").await.unwrap().session_id;
+    let kept = runbox
+        .create_session("javascript")
+        .await
+        .unwrap()
+        .session_id;
     say(&runbox, &kept, "var n = 3").await;
     assert!(runbox.sessions().hibernate(&kept));
     let outcome = resume(kept).await.unwrap();

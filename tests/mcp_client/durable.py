@@ -385,24 +385,25 @@ async def sigterm_stdio():
 
 
 async def unkept():
-    """A session whose program draws without end is not kept by the host: it is stored
-    with its files, and resumes without its variables, saying so."""
+    """A session of a replayed runtime whose program draws without end is not kept by the
+    host: it is stored with its files, and resumes without its variables, saying so.
+    (A snapshot runtime's is kept whole: see snapshots.py.)"""
     async with Server() as s:
-        sid = await create(s, "python")
-        await ok(s, session_id=sid, code="x = 1\nopen('data.txt', 'w').write('kept')")
-        await ok(s, session_id=sid, code="import os\nnoise = [os.urandom(1 << 20) for _ in range(6)]")
-        out = await ok(s, session_id=sid, code="print(x, len(noise))")
+        sid = await create(s, "ruby")
+        await ok(s, session_id=sid, code="$x = 1\nFile.write('data.txt', 'kept')")
+        await ok(s, session_id=sid, code="$noise = (1..6).map { Random.urandom(1 << 20) }")
+        out = await ok(s, session_id=sid, code="puts \"#{$x} #{$noise.size}\"")
         assert out["stdout"] == "1 6\n", out
     async with Server() as s:
         out = await ok(s, session_id=sid,
-                       code="print('x' in globals(), open('data.txt').read())")
-        assert out["stdout"] == "False kept\n", out
+                       code="puts \"#{$x.inspect} #{File.read('data.txt')}\"")
+        assert out["stdout"] == "nil kept\n", out
         notice = out.get("notice") or ""
         assert "without its interpreter state" in notice and "4 MiB" in notice, out
         # From here on it is kept again.
-        await ok(s, session_id=sid, code="y = 2")
+        await ok(s, session_id=sid, code="$y = 2")
     async with Server() as s:
-        out = await ok(s, session_id=sid, code="print(y)")
+        out = await ok(s, session_id=sid, code="puts $y")
         assert out["stdout"] == "2\n" and out.get("notice") is None, out
 
 

@@ -33,6 +33,9 @@ struct Budget {
     parent_refused: AtomicBool,
     /// The budget this one also draws from (the server's, for a run).
     parent: Option<MemoryBudget>,
+    /// Bytes already taken from `parent` on this budget's behalf ([`MemoryBudget::prepay`]):
+    /// growths draw on them before asking the parent.
+    prepaid: AtomicUsize,
 }
 
 /// Bytes of memory a whole run (or the whole server) may hold at once.
@@ -53,6 +56,7 @@ impl MemoryBudget {
             refused: AtomicBool::new(false),
             parent_refused: AtomicBool::new(false),
             parent,
+            prepaid: AtomicUsize::new(0),
         }))
     }
 
@@ -117,7 +121,9 @@ impl MemoryBudget {
             {
                 Ok(_) => {
                     if let Some(parent) = &b.parent {
-                        if !parent.try_take(bytes) {
+                        let prepaid = take_up_to(&b.prepaid, bytes);
+                        if !parent.try_take(bytes - prepaid) {
+                            b.prepaid.fetch_add(prepaid, Ordering::SeqCst);
                             b.parent_refused.store(true, Ordering::SeqCst);
                             b.used.fetch_sub(bytes, Ordering::SeqCst);
                             return false;
@@ -150,6 +156,68 @@ impl MemoryBudget {
             budget: self.clone(),
             bytes,
         })
+    }
+
+    /// Takes `bytes` from the parent now, waiting up to `wait` for them, for this
+    /// budget's growths to come: what a restored instance maps is then sure of its room
+    /// however many others draw from the parent meanwhile. `None` when they did not come.
+    pub async fn prepay(&self, bytes: usize, wait: std::time::Duration) -> Option<Prepaid> {
+        if let Some(parent) = &self.0.parent {
+            // Taken into the prepaid counter, not kept as a reservation.
+            std::mem::forget(parent.reserve_waiting(bytes, wait).await?);
+            self.0.prepaid.fetch_add(bytes, Ordering::SeqCst);
+        }
+        Some(Prepaid {
+            budget: self.clone(),
+        })
+    }
+
+    /// [`MemoryBudget::reserve`], waiting up to `wait` for others to give the bytes back
+    /// (reservations are short: a resume's, a store's). `None` when they can never fit
+    /// or `wait` passed.
+    pub async fn reserve_waiting(
+        &self,
+        bytes: usize,
+        wait: std::time::Duration,
+    ) -> Option<Reservation> {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(reservation) = self.reserve(bytes) {
+                return Some(reservation);
+            }
+            if bytes > self.cap() || started.elapsed() >= wait {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Takes what it can of `bytes` out of `counter`: how much it took.
+fn take_up_to(counter: &AtomicUsize, bytes: usize) -> usize {
+    let mut have = counter.load(Ordering::SeqCst);
+    loop {
+        let take = have.min(bytes);
+        match counter.compare_exchange(have, have - take, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return take,
+            Err(actual) => have = actual,
+        }
+    }
+}
+
+/// Bytes a budget's parent set aside for it ([`MemoryBudget::prepay`]); what its growths
+/// did not use goes back to the parent when dropped.
+#[derive(Debug)]
+pub struct Prepaid {
+    budget: MemoryBudget,
+}
+
+impl Drop for Prepaid {
+    fn drop(&mut self) {
+        let left = self.budget.0.prepaid.swap(0, Ordering::SeqCst);
+        if let Some(parent) = &self.budget.0.parent {
+            parent.give_back(left);
+        }
     }
 }
 
@@ -304,6 +372,37 @@ mod tests {
         drop(b);
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.peak(), 100);
+    }
+
+    /// What a parent set aside for a child is the child's: another draw on the parent
+    /// cannot take it, and what the child did not use goes back.
+    #[tokio::test]
+    async fn a_prepaid_child_grows_into_what_was_set_aside() {
+        let server = MemoryBudget::new(100);
+        let child = MemoryBudget::with_parent(100, Some(server.clone()));
+        let prepaid = child.prepay(70, std::time::Duration::ZERO).await.unwrap();
+        assert_eq!(server.used(), 70);
+        // Another run takes the rest of the server.
+        let other = server.reserve(30).unwrap();
+        assert!(server.reserve(1).is_none());
+        let mut limiter = child.limiter();
+        assert!(limiter.memory_growing(0, 50, None).unwrap());
+        assert_eq!(
+            server.used(),
+            100,
+            "the growth came out of what was set aside"
+        );
+        drop(prepaid);
+        assert_eq!(server.used(), 80, "the unused 20 went back");
+        assert!(
+            !limiter.memory_growing(50, 80, None).unwrap(),
+            "nothing is set aside now"
+        );
+        drop(other);
+        drop(limiter);
+        assert_eq!(server.used(), 0);
+        assert!(child.prepay(101, std::time::Duration::ZERO).await.is_none());
+        assert_eq!(server.used(), 0);
     }
 
     #[test]

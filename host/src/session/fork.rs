@@ -8,6 +8,7 @@
 //! image written in. Nothing is run again and nothing is compiled.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::durable::charge_restored;
 use super::entry;
@@ -58,17 +59,23 @@ impl Session {
                 None
             }
         };
+        // Each child's memory is set aside from the server's budget before any is made
+        // (its instance then grows into it), so a fork that does not fit is refused whole.
+        let mut prepaid = Vec::with_capacity(children.len());
         if let Some(image) = &image {
-            let needed = image.memory_bytes().saturating_mul(children.len() as u64);
-            let free = runner.admission.memory().remaining() as u64;
-            if needed > free {
-                return Err(RunError::Host(format!(
-                    "the server's memory budget has {} MiB free, and {} copies of this \
-                     session need {} MiB: fork fewer, or close sessions first",
-                    free >> 20,
-                    children.len(),
-                    needed >> 20
-                )));
+            let needed = usize::try_from(image.memory_bytes()).unwrap_or(usize::MAX);
+            for child in children {
+                let Some(held) = child.sandbox.memory.prepay(needed, Duration::ZERO).await else {
+                    let free = runner.admission.memory().remaining();
+                    return Err(RunError::Host(format!(
+                        "the server's memory budget has {} MiB free, and {} copies of this \
+                         session need {} MiB: fork fewer, or close sessions first",
+                        (free + prepaid.len() * needed) >> 20,
+                        children.len(),
+                        needed.saturating_mul(children.len()) >> 20
+                    )));
+                };
+                prepaid.push(held);
             }
         }
         let mut used = 0;

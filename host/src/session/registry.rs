@@ -65,7 +65,7 @@ pub enum SessionError {
 }
 
 /// How long a resume waits for the server's memory budget before it is refused as busy.
-const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
+pub(super) const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
 
 /// A stored session read back to be resumed: the entry, the lock that keeps anyone
 /// else from storing or resuming it meanwhile, and its charge on the server's budget.
@@ -266,18 +266,15 @@ impl Sessions {
         let gate = self.0.gate(id).lock_owned().await;
         let needed = usize::try_from(len).unwrap_or(usize::MAX).saturating_mul(2);
         // Resumes at once wait for each other's memory rather than all taking it.
-        let waited = Instant::now();
-        let charge = loop {
-            if let Some(charge) = durability.memory.reserve(needed) {
-                break charge;
-            }
-            if needed > durability.memory.cap() || waited.elapsed() >= RESUME_MEMORY_WAIT {
-                return Err(SessionError::Busy {
-                    id: id.to_string(),
-                    mib: (needed >> 20).max(1),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let Some(charge) = durability
+            .memory
+            .reserve_waiting(needed, RESUME_MEMORY_WAIT)
+            .await
+        else {
+            return Err(SessionError::Busy {
+                id: id.to_string(),
+                mib: (needed >> 20).max(1),
+            });
         };
         let store = durability.store.clone();
         let owned = id.to_string();

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::durable::charge_restored;
 use super::entry::{self, StoredFile};
+use super::registry::RESUME_MEMORY_WAIT;
 use super::session::Session;
 use crate::run::instance::PluginInstance;
 use crate::run::{RunError, Runner};
@@ -72,15 +73,20 @@ impl Session {
         files: &[StoredFile],
     ) -> Result<(), RunError> {
         let refused = |why: String| RunError::Host(format!("cannot restore the session: {why}"));
-        let needed = stored.memory_bytes();
-        let free = runner.admission.memory().remaining() as u64;
-        if needed > free {
+        // Set aside from the server's budget for this session's instance to grow into:
+        // resumes at once take turns rather than one failing half-way through mapping.
+        let needed = usize::try_from(stored.memory_bytes()).unwrap_or(usize::MAX);
+        let server = runner.admission.memory();
+        let Some(_prepaid) = self.sandbox.memory.prepay(needed, RESUME_MEMORY_WAIT).await else {
             return Err(refused(format!(
-                "its interpreter holds {} MiB and the server's memory budget has {} MiB free",
+                "its interpreter holds {} MiB, and the server's memory budget ({} MiB, {} MiB \
+                 free) did not have them within {} s",
                 needed >> 20,
-                free >> 20
+                server.cap() >> 20,
+                server.remaining() >> 20,
+                RESUME_MEMORY_WAIT.as_secs()
             )));
-        }
+        };
         let image: SessionImage = stored
             .decode(runner.limits.memory_bytes)
             .map_err(|e| refused(e.to_string()))?;
