@@ -4,10 +4,14 @@
 //! `cargo bench --bench durable [-- ROUNDS]` (default 5 rounds) makes a python session
 //! holding a 100 MB pandas DataFrame (1,310,720 × 10 float64), then, each round: stores
 //! it (`Sessions::hibernate`, what an idle session gets after `--session-hibernate-after`),
-//! and calls it again (the call resumes it from the store: a fresh instance replays its
-//! calls). For comparison, the same call on the resident session, and a resume of a
-//! small quickjs, ruby and javascript session. Every answer is checked. Prints a markdown
-//! table (bench/RESULTS.md's "Durable sessions").
+//! and calls it again (the call resumes it from the store: a fresh instance gets its
+//! snapshot written in); stores it again with the snapshot taken out of the entry and
+//! calls it (a fresh instance replays its calls, as for a replayed runtime); and calls it
+//! in memory. The same for a javascript session holding a million numbers and small
+//! quickjs, ruby and javascript sessions; then forks of the python and javascript
+//! sessions into 1 and 10 copies (`Runbox::fork_session`, until every copy is open).
+//! Every answer is checked. Prints markdown tables (bench/RESULTS.md's "Durable
+//! sessions").
 
 mod common;
 
@@ -19,6 +23,7 @@ use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use runbox::session::directory::{
     StoreSettings, DEFAULT_MAX_ENTRY_BYTES, DEFAULT_MAX_STORED, DEFAULT_STORED_TTL,
 };
+use runbox::session::entry::StoredSession;
 use tokio_util::sync::CancellationToken;
 
 const MAKE_DF: &str = "import numpy as np, pandas as pd\n\
@@ -43,39 +48,22 @@ fn main() {
         }),
         // Stored only when the bench says so.
         session_hibernate_after: Duration::from_secs(3600),
+        max_sessions: 64,
+        server_memory_bytes: 12 << 30,
         ..RunboxOptions::default()
     };
     let runbox = common::load_with(Manifest::builtin().expect("built-in plugins.toml"), options);
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     rt.block_on(async {
-        let id = session(&runbox, "python").await;
-        let out = call(&runbox, &id, MAKE_DF).await;
+        println!("| session | store (median) | resume + call: snapshot | resume + call: journal | call in memory | entry (of it the snapshot) |");
+        println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+        let python = session(&runbox, "python").await;
+        let out = call(&runbox, &python, MAKE_DF).await;
         assert_eq!(out, "104857600\n");
-        let (mut stored, mut resumed, mut resident) = (Vec::new(), Vec::new(), Vec::new());
-        let mut entry_bytes = 0;
-        for _ in 0..rounds {
-            let t = Instant::now();
-            assert!(runbox.sessions().hibernate(&id), "stored");
-            stored.push(t.elapsed());
-            entry_bytes = std::fs::metadata(store.path().join(format!("{id}.session")))
-                .expect("the entry")
-                .len();
-            let t = Instant::now();
-            assert_eq!(call(&runbox, &id, CHECK_DF).await, DF_OUT);
-            resumed.push(t.elapsed());
-            let t = Instant::now();
-            assert_eq!(call(&runbox, &id, CHECK_DF).await, DF_OUT);
-            resident.push(t.elapsed());
-        }
-        println!("| session | store (median) | resume + call (median) | call in memory (median) | entry |");
-        println!("| --- | ---: | ---: | ---: | ---: |");
-        println!(
-            "| python, 100 MB DataFrame | {:.1} ms | {:.0} ms | {:.1} ms | {} KiB |",
-            ms(median(&mut stored)),
-            ms(median(&mut resumed)),
-            ms(median(&mut resident)),
-            entry_bytes / 1024
-        );
+        stored_and_resumed(&runbox, store.path(), rounds, &python, "python, 100 MB DataFrame", CHECK_DF, DF_OUT).await;
+        let javascript = session(&runbox, "javascript").await;
+        call(&runbox, &javascript, MAKE_ARRAY).await;
+        stored_and_resumed(&runbox, store.path(), rounds, &javascript, "javascript, a million numbers", CHECK_ARRAY, ARRAY_OUT).await;
         for (runtime, make, check, expected) in [
             ("quickjs", "var n = 6 * 7", "console.log(n)", "42\n"),
             ("ruby", "N = 6 * 7", "puts N", "42\n"),
@@ -83,26 +71,92 @@ fn main() {
         ] {
             let id = session(&runbox, runtime).await;
             call(&runbox, &id, make).await;
-            let (mut stored, mut resumed, mut resident) = (Vec::new(), Vec::new(), Vec::new());
+            stored_and_resumed(&runbox, store.path(), rounds, &id, &format!("{runtime}, one variable"), check, expected).await;
+        }
+
+        println!();
+        println!("| session | fork into 1 (median) | fork into 10 (median) |");
+        println!("| --- | ---: | ---: |");
+        for (id, label, check, expected) in [
+            (&python, "python, 100 MB DataFrame", CHECK_DF, DF_OUT),
+            (&javascript, "javascript, a million numbers", CHECK_ARRAY, ARRAY_OUT),
+        ] {
+            let (mut one, mut ten) = (Vec::new(), Vec::new());
             for _ in 0..rounds {
-                let t = Instant::now();
-                assert!(runbox.sessions().hibernate(&id));
-                stored.push(t.elapsed());
-                let t = Instant::now();
-                assert_eq!(call(&runbox, &id, check).await, expected);
-                resumed.push(t.elapsed());
-                let t = Instant::now();
-                assert_eq!(call(&runbox, &id, check).await, expected);
-                resident.push(t.elapsed());
+                for (count, times) in [(1, &mut one), (10, &mut ten)] {
+                    let t = Instant::now();
+                    let children = runbox.fork_session(id, count).await.expect("a fork");
+                    times.push(t.elapsed());
+                    // Every copy answers as its source did.
+                    for child in children {
+                        assert_eq!(call(&runbox, &child.session_id, check).await, expected);
+                        runbox.close_session(&child.session_id).expect("closed");
+                    }
+                }
             }
             println!(
-                "| {runtime}, one variable | {:.1} ms | {:.0} ms | {:.1} ms | |",
-                ms(median(&mut stored)),
-                ms(median(&mut resumed)),
-                ms(median(&mut resident)),
+                "| {label} | {:.0} ms | {:.0} ms |",
+                ms(median(&mut one)),
+                ms(median(&mut ten))
             );
         }
     });
+}
+
+const MAKE_ARRAY: &str = "var big = new Array(1 << 20).fill(0).map((_, i) => i)";
+const CHECK_ARRAY: &str = "console.log(big.length, big[12345])";
+const ARRAY_OUT: &str = "1048576 12345\n";
+
+/// Rounds of: store session `id`, resume it from its snapshot with a call, call it in
+/// memory; then the same resume from its journal alone (the entry's snapshot taken out,
+/// as for a replayed runtime). Prints a row.
+async fn stored_and_resumed(
+    runbox: &Runbox,
+    store: &std::path::Path,
+    rounds: usize,
+    id: &str,
+    label: &str,
+    check: &str,
+    expected: &str,
+) {
+    let path = store.join(format!("{id}.session"));
+    let (mut stored, mut snapshot, mut journal, mut resident) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut entry_bytes, mut image_bytes) = (0, None);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        assert!(runbox.sessions().hibernate(id), "stored");
+        stored.push(t.elapsed());
+        entry_bytes = std::fs::metadata(&path).expect("the entry").len();
+        let entry = StoredSession::decode(&std::fs::read(&path).unwrap()).unwrap();
+        image_bytes = entry.image.as_ref().map(|i| i.stored_bytes());
+        let t = Instant::now();
+        assert_eq!(call(runbox, id, check).await, expected);
+        snapshot.push(t.elapsed());
+        assert!(runbox.sessions().hibernate(id), "stored");
+        let mut entry = StoredSession::decode(&std::fs::read(&path).unwrap()).unwrap();
+        entry.image = None;
+        std::fs::write(&path, entry.encode()).unwrap();
+        let t = Instant::now();
+        assert_eq!(call(runbox, id, check).await, expected);
+        journal.push(t.elapsed());
+        let t = Instant::now();
+        assert_eq!(call(runbox, id, check).await, expected);
+        resident.push(t.elapsed());
+    }
+    let shown = |times: &mut Vec<Duration>| format!("{:.0} ms", ms(median(times)));
+    println!(
+        "| {label} | {:.1} ms | {} | {} | {:.1} ms | {} KiB ({}) |",
+        ms(median(&mut stored)),
+        match image_bytes {
+            Some(_) => shown(&mut snapshot),
+            None => "(replayed)".into(),
+        },
+        shown(&mut journal),
+        ms(median(&mut resident)),
+        entry_bytes / 1024,
+        image_bytes.map_or("none".into(), |b| format!("{} KiB", b / 1024)),
+    );
 }
 
 async fn session(runbox: &Runbox, runtime: &str) -> String {

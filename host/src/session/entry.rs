@@ -2,7 +2,7 @@
 //! directory, the journal of the calls that made its interpreter's state and, for a
 //! snapshot runtime, that state's image; and the directory snapshots it is made of.
 //!
-//! On disk an entry is `MAGIC`, the SHA-256 of the rest, then the entry in `postcard`.
+//! On disk an entry is `MAGIC`, the BLAKE3 hash of the rest, then the entry in `postcard`.
 //! Reading one checks the magic, the checksum and every path before anything is used:
 //! an entry is data from a shared directory, never trusted and never code for the host.
 
@@ -64,6 +64,7 @@ pub struct StoredSession {
 pub struct StoredFile {
     pub path: String,
     /// `None` for a directory.
+    #[serde(with = "serde_bytes")]
     pub contents: Option<Vec<u8>>,
 }
 
@@ -102,7 +103,7 @@ impl StoredSession {
         let body = postcard::to_stdvec(self).expect("a session serializes");
         let mut out = Vec::with_capacity(MAGIC.len() + 32 + body.len());
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&Sha256::digest(&body));
+        out.extend_from_slice(blake3::hash(&body).as_bytes());
         out.extend_from_slice(&body);
         out
     }
@@ -114,7 +115,7 @@ impl StoredSession {
             return Err(EntryError::NotAnEntry);
         }
         let (digest, body) = rest.split_at(32);
-        if Sha256::digest(body).as_slice() != digest {
+        if blake3::hash(body).as_bytes().as_slice() != digest {
             return Err(EntryError::Checksum);
         }
         let entry: StoredSession =

@@ -1,6 +1,6 @@
 //! A session image as the session store keeps it: each memory's changed bytes cut into
-//! 64 KiB pages, each distinct page kept once, named by its SHA-256 and compressed with
-//! zstd. Reading one back checks the shape against the memories it describes and every
+//! 64 KiB pages, each distinct page kept once, named by its BLAKE3 hash and compressed
+//! with zstd. Reading one back checks the shape against the memories it describes and every
 //! page against its name before anything is handed out: a stored image is data from a
 //! shared directory, never trusted.
 
@@ -8,15 +8,15 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::image::{InstanceImage, MemoryImage, SessionImage, Startup};
 
 /// The unit pages are cut, named and compressed in: a WebAssembly page.
 const PAGE: usize = 64 * 1024;
 
-/// zstd's fast end: an image is stored each time a session hibernates.
-const LEVEL: i32 = 1;
+/// zstd's fast end: an image is stored each time a session hibernates, and much of a
+/// numeric session's memory (floats) hardly compresses at any level.
+const LEVEL: i32 = -1;
 
 /// Why a stored image cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -43,10 +43,11 @@ pub struct StoredImage {
 /// One distinct page of changed bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredPage {
-    /// The SHA-256 of its bytes (before compression): its name.
-    pub sha256: [u8; 32],
+    /// The BLAKE3 hash of its bytes (before compression): its name.
+    pub blake3: [u8; 32],
     /// Its length before compression (a memory's last page may be short).
     pub len: u32,
+    #[serde(with = "serde_bytes")]
     pub zstd: Vec<u8>,
 }
 
@@ -83,7 +84,7 @@ impl StoredImage {
                         .bytes
                         .chunks(PAGE)
                         .map(|page| {
-                            let name: [u8; 32] = Sha256::digest(page).into();
+                            let name: [u8; 32] = *blake3::hash(page).as_bytes();
                             *index.entry(name).or_insert_with(|| {
                                 distinct.push((name, page));
                                 distinct.len() as u32 - 1
@@ -101,7 +102,7 @@ impl StoredImage {
         let pages = distinct
             .par_iter()
             .map(|(name, page)| StoredPage {
-                sha256: *name,
+                blake3: *name,
                 len: page.len() as u32,
                 zstd: zstd::bulk::compress(page, LEVEL).expect("zstd compresses a page in memory"),
             })
@@ -134,42 +135,23 @@ impl StoredImage {
             });
         }
         self.check_shape()?;
-        let pages: Vec<Vec<u8>> = self
-            .pages
-            .par_iter()
-            .enumerate()
-            .map(|(n, page)| {
-                let bytes = zstd::bulk::decompress(&page.zstd, page.len as usize)
-                    .map_err(|e| ImageError::Decompress(n, e.to_string()))?;
-                if bytes.len() != page.len as usize {
-                    return Err(ImageError::Decompress(
-                        n,
-                        "it is not its stated length".into(),
-                    ));
-                }
-                if <[u8; 32]>::from(Sha256::digest(&bytes)) != page.sha256 {
-                    return Err(ImageError::Tampered(n));
-                }
-                Ok(bytes)
-            })
-            .collect::<Result<_, _>>()?;
-        let mut instances = self.instances.iter().map(|instance| InstanceImage {
-            startup: instance.startup.clone(),
-            globals: instance.globals.clone(),
-            memories: instance
-                .memories
-                .iter()
-                .map(|memory| MemoryImage {
+        let mut instances = Vec::with_capacity(self.instances.len());
+        for instance in &self.instances {
+            let mut memories = Vec::with_capacity(instance.memories.len());
+            for memory in &instance.memories {
+                memories.push(MemoryImage {
                     pages: memory.pages,
                     runs: memory.runs.clone(),
-                    bytes: memory
-                        .contents
-                        .iter()
-                        .flat_map(|&n| pages[n as usize].iter().copied())
-                        .collect(),
-                })
-                .collect(),
-        });
+                    bytes: self.unpack(&memory.contents)?,
+                });
+            }
+            instances.push(InstanceImage {
+                startup: instance.startup.clone(),
+                globals: instance.globals.clone(),
+                memories,
+            });
+        }
+        let mut instances = instances.into_iter();
         let plugin = instances
             .next()
             .ok_or_else(|| ImageError::Malformed("it holds no instance".into()))?;
@@ -177,6 +159,36 @@ impl StoredImage {
             plugin,
             residents: instances.collect(),
         })
+    }
+
+    /// The bytes of `contents` (pages by index, shape checked), each page decompressed
+    /// straight into its place and checked against its name there.
+    fn unpack(&self, contents: &[u32]) -> Result<Vec<u8>, ImageError> {
+        let len: usize = contents
+            .iter()
+            .map(|&n| self.pages[n as usize].len as usize)
+            .sum();
+        let mut bytes = vec![0u8; len];
+        bytes
+            .par_chunks_mut(PAGE)
+            .zip(contents.par_iter())
+            .try_for_each(|(place, &n)| {
+                let page = &self.pages[n as usize];
+                let n = n as usize;
+                let written = zstd::bulk::decompress_to_buffer(&page.zstd, place)
+                    .map_err(|e| ImageError::Decompress(n, e.to_string()))?;
+                if written != place.len() || written != page.len as usize {
+                    return Err(ImageError::Decompress(
+                        n,
+                        "it is not its stated length".into(),
+                    ));
+                }
+                if *blake3::hash(place).as_bytes() != page.blake3 {
+                    return Err(ImageError::Tampered(n));
+                }
+                Ok(())
+            })?;
+        Ok(bytes)
     }
 
     /// Every memory's runs lie inside it, in order, and are exactly as long as its pages;
