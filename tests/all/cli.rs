@@ -156,6 +156,23 @@ fn repl_keeps_state_between_blocks() {
     assert!(text(&out.stderr).contains("unknown runtime `cobol`"));
 }
 
+/// `:fork` goes on in a copy of the session; `:back` returns to the source as it was.
+#[test]
+fn the_repl_forks_its_session() {
+    let out = run_piped(
+        &["repl", "python"],
+        "x = 1\n:fork\nx = 2\nprint(x)\n:back\nprint(x)\n:back\n",
+    );
+    let err = text(&out.stderr);
+    assert_eq!(text(&out.stdout), "2\n1\n", "{err}");
+    assert!(err.contains("forked: now in session"), "{err}");
+    assert!(err.contains("not in a fork"), "{err}");
+    let out = run_piped(&["repl", "quickjs"], "var n = 1;\n:fork\nconsole.log(n)\n");
+    let err = text(&out.stderr);
+    assert_eq!(text(&out.stdout), "1\n", "{err}");
+    assert!(err.contains("cannot fork") && err.contains("replay"), "{err}");
+}
+
 /// What Tab and Ctrl-C do in `runbox repl` is said alike by its `:help` and docs/cli.md's
 /// paragraph on it.
 #[test]

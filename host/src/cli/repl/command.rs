@@ -60,11 +60,12 @@ pub async fn command(global: &GlobalArgs, args: ReplArgs) -> Result<u8> {
             ..LimitSettings::default()
         },
         max_concurrent: 1,
-        max_sessions: 1,
+        // Its session and the copies `:fork` makes, one inside another.
+        max_sessions: 1 + MAX_REPL_FORKS,
         only: vec![args.runtime.clone()],
         session_store: Some(StoreSettings {
             dir: store.path().to_path_buf(),
-            max_entries: 1,
+            max_entries: 1 + MAX_REPL_FORKS,
             ttl: DEFAULT_STORED_TTL,
             max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
         }),
@@ -96,12 +97,17 @@ impl Interrupts {
     }
 }
 
+/// How many `:fork`s deep a REPL may go.
+const MAX_REPL_FORKS: usize = 16;
+
 /// The REPL's own commands, for `:help`.
 const COMMANDS: &str = "\
 :help             this help
 :files            the files the blocks wrote (the latest of each)
 :save NAME [DEST] copy a file a block wrote to DEST (default: ./NAME's file name)
 :open NAME        show a file a block wrote with the desktop's viewer
+:fork             copy the session (its variables and files) and go on in the copy
+:back             close the copy and go back to the session it was forked from
 :quit             end the session (or Ctrl-D)
 Tab indents at the start of a line, elsewhere completes the word (twice: lists the choices).
 Ctrl-C stops a running block (the session keeps what earlier blocks made: it runs them
@@ -374,6 +380,7 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
         earlier: Earlier::default(),
         names: HashMap::new(),
         said_later: None,
+        forked_from: Vec::new(),
     };
     let mut blocks = Blocks::new(statements);
     let mut written = Written::default();
@@ -409,6 +416,8 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
                     ["open", name] => match open(&written, name, &shown) {
                         Ok(said) | Err(said) => eprintln!("{said}"),
                     },
+                    ["fork"] => eprintln!("{}", calls.fork().await),
+                    ["back"] => eprintln!("{}", calls.back()),
                     [other, ..] => eprintln!(
                         "unknown command :{other} (not sent to {runtime}); :help lists the commands"
                     ),
@@ -421,6 +430,12 @@ pub async fn repl(runbox: &Runbox, runtime: &str, timeout: std::time::Duration) 
             continue;
         };
         status = calls.block(code, &mut written, &mut interrupts).await?;
+    }
+    for copy in calls.forked_from.drain(..).skip(1) {
+        let _ = runbox.close_session(&copy);
+    }
+    if calls.id != session.session_id {
+        let _ = runbox.close_session(&calls.id);
     }
     runbox.close_session(&session.session_id)?;
     let _ = std::fs::remove_dir_all(&shown);
@@ -446,6 +461,8 @@ struct ReplSession<'a> {
     names: HashMap<String, Vec<String>>,
     /// What a Tab's lookup that went wrong says, once the line is entered.
     said_later: Option<String>,
+    /// The sessions `:fork` left, the first the REPL's own: where `:back` returns.
+    forked_from: Vec<String>,
 }
 
 /// The calls the interpreter was built from since it last started, as the REPL saw them
@@ -465,6 +482,31 @@ fn state_left(outcome: &RunOutcome) -> Option<StateAfter> {
 }
 
 impl ReplSession<'_> {
+    /// `:fork`: the session copied, and the REPL in the copy. What to say.
+    async fn fork(&mut self) -> String {
+        match self.runbox.fork_session(&self.id, 1).await {
+            Ok(mut copies) => {
+                let copy = copies.remove(0).session_id;
+                let source = std::mem::replace(&mut self.id, copy.clone());
+                self.forked_from.push(source.clone());
+                self.names.clear();
+                format!("forked: now in session {copy}, a copy of {source} (:back returns)")
+            }
+            Err(e) => format!("cannot fork: {e}"),
+        }
+    }
+
+    /// `:back`: the copy closed, and the REPL in the session it was forked from.
+    fn back(&mut self) -> String {
+        let Some(source) = self.forked_from.pop() else {
+            return "not in a fork: :fork makes one".into();
+        };
+        let copy = std::mem::replace(&mut self.id, source.clone());
+        let _ = self.runbox.close_session(&copy);
+        self.names.clear();
+        format!("back in session {source} (its copy {copy} is closed)")
+    }
+
     fn request(&self, code: String) -> RunRequest {
         RunRequest {
             code,
