@@ -170,7 +170,10 @@ fn the_repl_forks_its_session() {
     let out = run_piped(&["repl", "quickjs"], "var n = 1;\n:fork\nconsole.log(n)\n");
     let err = text(&out.stderr);
     assert_eq!(text(&out.stdout), "1\n", "{err}");
-    assert!(err.contains("cannot fork") && err.contains("replay"), "{err}");
+    assert!(
+        err.contains("cannot fork") && err.contains("replay"),
+        "{err}"
+    );
 }
 
 /// What Tab and Ctrl-C do in `runbox repl` is said alike by its `:help` and docs/cli.md's

@@ -404,3 +404,34 @@ fn a_stored_session_comes_back_exact_after_kill_9_without_replay() {
 fn a_stored_session_comes_back_exact_after_kill_9_without_replay_handshake() {
     scenario("http", "kill9", "legacy");
 }
+
+/// A session resumed from its snapshot is stored as its state again, and again: each
+/// resume goes on from the last.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_is_stored_as_its_state_again() {
+    use runbox::session::entry::StoredSession;
+    for (runtime, set, add, show) in [
+        ("javascript", "var n = 1", "n += 1", "console.log(n)"),
+        ("python", "n = 1", "n += 1", "print(n)"),
+    ] {
+        let store = tempfile::tempdir().unwrap();
+        let runbox = stored_runbox(runtime, store.path()).await;
+        let id = runbox.create_session(runtime).await.unwrap().session_id;
+        say(&runbox, &id, set).await;
+        for round in 2..5 {
+            assert!(runbox.sessions().hibernate(&id), "{runtime} stored");
+            let path = store.path().join(format!("{id}.session"));
+            let entry = StoredSession::decode(&std::fs::read(path).unwrap()).unwrap();
+            assert!(
+                entry.image.is_some(),
+                "{runtime}: round {round} stored no state"
+            );
+            say(&runbox, &id, add).await;
+            assert_eq!(
+                say(&runbox, &id, show).await,
+                format!("{round}\n"),
+                "{runtime}"
+            );
+        }
+    }
+}

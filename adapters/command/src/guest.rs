@@ -106,12 +106,7 @@ pub struct Session {
 
 impl GuestSession for Session {
     fn new() -> Self {
-        // What the instance holds between calls it takes now: the filesystem's preopens
-        // and the standard streams are otherwise taken at first use, and every session
-        // must hold the same from its start for a copy of one to be written into another.
-        let _ = std::fs::metadata("/");
-        let _ = std::io::Write::flush(&mut std::io::stdout());
-        let _ = std::io::Write::flush(&mut std::io::stderr());
+        runbox_adapter_support::take_what_a_session_holds();
         // Started now, so the first call does not wait for the interpreter; if that
         // fails, the first call tries again and reports why.
         // The settings' files first: the driver may read them as it starts (quickjs's

@@ -200,6 +200,22 @@ pub fn write_stderr(bytes: &[u8]) {
     let _ = err.write_all(bytes).and_then(|()| err.flush());
 }
 
+/// Takes now what an instance holds between calls (the filesystem's preopens, the
+/// standard streams), which would otherwise be taken at first use: every session must
+/// hold the same from its start for a copy of one to be written into another.
+pub fn take_what_a_session_holds() {
+    use std::os::fd::FromRawFd;
+    let _ = std::fs::metadata("/");
+    // An empty write on each output descriptor itself (std's buffered handles would
+    // skip it): the C library takes its stream at the first write, not before.
+    for fd in [1, 2] {
+        // SAFETY: descriptors 1 and 2 are open for the instance's life; the file is
+        // never dropped, so never closed.
+        let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        let _ = (&*file).write(&[]);
+    }
+}
+
 /// What a native component's session keeps: one interpreter for all its calls, made when
 /// the session is, so the first call does not wait for it (a failure to make it shows at
 /// each call).
@@ -215,6 +231,7 @@ pub struct KeptInterpreter<I> {
 
 impl<I> KeptInterpreter<I> {
     pub fn new(make: fn() -> Result<I, String>) -> Self {
+        take_what_a_session_holds();
         KeptInterpreter {
             slot: std::cell::RefCell::new(make()),
             used: std::cell::Cell::new(false),

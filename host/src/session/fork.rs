@@ -92,10 +92,11 @@ impl Session {
         }
         drop(live);
         if let Some(image) = image {
-            for child in children {
+            // The copies are made side by side, each on a thread of its own.
+            let made = futures::future::join_all(children.iter().map(|child| {
                 let (plugin, sandbox, image) =
                     (child.plugin.clone(), child.sandbox.clone(), image.clone());
-                let instance = in_state_time(async move {
+                in_state_time(async move {
                     let mut instance = PluginInstance::with_session(&plugin, &sandbox)
                         .await
                         .map_err(|e| format!("{e:#}"))?;
@@ -103,8 +104,12 @@ impl Session {
                     instance.after_fork().await.map_err(|e| format!("{e:#}"))?;
                     Ok::<_, String>(instance)
                 })
-                .await?
-                .map_err(|e| RunError::Host(format!("cannot make a copy of the session: {e}")))?;
+            }))
+            .await;
+            for (child, instance) in children.iter().zip(made) {
+                let instance = instance?.map_err(|e| {
+                    RunError::Host(format!("cannot make a copy of the session: {e}"))
+                })?;
                 *child.live.lock().await = Some(instance);
             }
         }

@@ -520,7 +520,7 @@ impl Inner {
                 let (instance, image) = store_state(instance);
                 *live = instance;
                 image
-                    .inspect_err(|e| tracing::debug!(session = id, "stored without its state: {e}"))
+                    .inspect_err(|e| tracing::info!(session = id, "stored without its state: {e}"))
                     .ok()
             }
             (instance, _) => {
