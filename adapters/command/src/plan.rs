@@ -133,14 +133,14 @@ pub fn command(settings: &Settings, args: &[String], cwd: &str) -> Result<Comman
     })
 }
 
+/// A program put into a file, `(FILE, PREFIX then CODE)`, and the arguments after it.
+type InlineCode = ((String, String), Vec<String>);
+
 /// The `command-inline` setting, `[FLAG, FILE, PREFIX]`: a tool that cannot take a
 /// program on its command line (php-cgi has no `-r`) gets `FLAG CODE ARGS…` as the file
 /// FILE holding PREFIX then CODE, and `FILE ARGS…`. `None` when the command line does
 /// not start with FLAG.
-fn inline_code(
-    settings: &Settings,
-    args: &[String],
-) -> Result<Option<((String, String), Vec<String>)>, String> {
+fn inline_code(settings: &Settings, args: &[String]) -> Result<Option<InlineCode>, String> {
     let Some(setting) = values(settings, "command-inline") else {
         return Ok(None);
     };
