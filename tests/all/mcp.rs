@@ -185,7 +185,7 @@ fn runtimes_json() -> String {
                 .collect();
             json!({"name": p.name, "language": p.language, "version": p.version,
                    "extension": p.extension, "session_state": p.session_state,
-                   "note": p.note, "samples": samples})
+                   "session_mode": p.session_mode(), "note": p.note, "samples": samples})
         })
         .collect();
     Value::Array(runtimes).to_string()

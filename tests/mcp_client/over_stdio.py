@@ -120,12 +120,16 @@ async def schemas():
                 "extension": spec["extension"],
                 "sample": spec["samples"][0]["code"] if spec["samples"] else None,
                 "session_state": spec["session_state"], "note": spec["note"],
+                # How a stateful runtime's sessions are kept: snapshot or replay.
+                **({"session_mode": spec["session_mode"]} if spec["session_mode"] else {}),
             }
             for spec in MANIFEST
         ], runtimes
         keeping = {r["name"] for r in runtimes if r["session_state"]}
         assert keeping == {"python", "quickjs", "ruby", "javascript", "sqlite", "typescript",
                            "shell"}, keeping
+        copied = {r["name"] for r in runtimes if r.get("session_mode") == "snapshot"}
+        assert copied == {"python", "javascript", "typescript"}, copied
         assert listing.structured_content["limits"] == {
             "default_timeout_seconds": 10.0, "max_timeout_seconds": 40.0,
             "compile_timeout_seconds": 15.0, "memory_mb": 512, "output_bytes": 1048576,

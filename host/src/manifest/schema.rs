@@ -59,6 +59,12 @@ pub struct PluginSpec {
     /// between calls; the plugin's `describe` must agree. Files carry over regardless.
     #[serde(default)]
     pub session_state: bool,
+    /// Whether its sessions' state may be copied below the language (forks, and stored
+    /// sessions resumed without replay). Only for a plugin whose session start-up is
+    /// deterministic: a copy is written into a fresh instance and found where the fresh
+    /// one put its session. `false` keeps its sessions as replays of their calls.
+    #[serde(default = "yes")]
+    pub session_snapshots: bool,
     /// Keep an interpreter started ahead of time for ordinary runs (each used once), for
     /// a runtime whose start is a large part of a run. Needs a plugin that keeps
     /// sessions (`session.run-once`).
@@ -170,6 +176,10 @@ pub enum AdapterSpec {
     Builtin(String),
     /// A third party's component.
     Artifact(ArtifactSpec),
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How a runtime's session state is kept when a session is stored, resumed or forked.
@@ -454,6 +464,9 @@ impl PluginSpec {
     pub fn session_mode(&self) -> Option<SessionMode> {
         if !self.session_state {
             return None;
+        }
+        if !self.session_snapshots {
+            return Some(SessionMode::Replay);
         }
         let native = !matches!(&self.adapter, AdapterSpec::Builtin(name) if name == "command");
         let driver = self

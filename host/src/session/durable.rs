@@ -211,8 +211,9 @@ impl Session {
         let session = Arc::new(Session::new(entry.id.clone(), runner, plugin, true).map_err(host)?);
         let total = entry.calls.len();
         // A snapshot runtime's state is written back, not computed again.
-        let restored = entry.image.is_some();
-        let diverged = match &entry.image {
+        let image = entry.image.as_ref().filter(|_| session.copies_state());
+        let restored = image.is_some();
+        let diverged = match image {
             Some(image) => {
                 session.restore_state(runner, image, &entry.files).await?;
                 None

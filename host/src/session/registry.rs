@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::directory::{SessionStore, StoreError, Taken};
 use super::entry::StoredSession;
 use super::session::{Busy, Session};
-use super::snapshot::store_state;
+use super::snapshot::{store_state, RESUME_MEMORY_WAIT};
 use crate::budget::memory::{Held, MemoryBudget};
 use crate::plugin::LoadedPlugin;
 use crate::replica::{OtherReplica, Replica};
@@ -63,9 +63,6 @@ pub enum SessionError {
     #[error("session `{id}` was not forked: {why}")]
     Fork { id: String, why: String },
 }
-
-/// How long a resume waits for the server's memory budget before it is refused as busy.
-pub(super) const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
 
 /// A stored session read back to be resumed: the entry, the lock that keeps anyone
 /// else from storing or resuming it meanwhile, and its charge on the server's budget.
@@ -515,7 +512,7 @@ impl Inner {
             }
         };
         // A snapshot runtime's state goes with it (a replayed one's is its calls).
-        let image = match (live.take(), session.keeps_state()) {
+        let image = match (live.take(), session.copies_state()) {
             (Some(instance), true) => {
                 let (instance, image) = store_state(instance);
                 *live = instance;
@@ -540,15 +537,29 @@ impl Inner {
             }
         }
         session.retire();
-        let stored = session
-            .stored(
-                durability.store.incarnation(),
-                &session.plugin.identity,
-                durability.max_entry_bytes,
-                image,
-            )
-            .map_err(|e| e.to_string())
-            .and_then(|entry| durability.store.write(&entry).map_err(|e| e.to_string()));
+        let store = |image| {
+            let entry = session
+                .stored(
+                    durability.store.incarnation(),
+                    &session.plugin.identity,
+                    durability.max_entry_bytes,
+                    image,
+                )
+                .map_err(|e| (e.to_string(), false))?;
+            durability
+                .store
+                .write(&entry)
+                .map_err(|e| (e.to_string(), entry.image.is_some()))
+        };
+        // An entry too large with its snapshot is stored as its journal alone, which a
+        // resume replays.
+        let stored = match store(image) {
+            Err((e, true)) => {
+                tracing::info!(session = id, "stored without its snapshot: {e}");
+                store(None).map_err(|(e, _)| e)
+            }
+            other => other.map_err(|(e, _)| e),
+        };
         match stored {
             Ok(()) => {
                 session.leased.store(false, Ordering::SeqCst);

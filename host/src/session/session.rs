@@ -77,6 +77,13 @@ impl Session {
         self.plugin.spec.session_state && keeps_sessions(&self.plugin)
     }
 
+    /// Whether that state is copied below the language (stored as a snapshot, forked),
+    /// rather than rebuilt by replaying the calls.
+    pub(super) fn copies_state(&self) -> bool {
+        self.keeps_state()
+            && self.plugin.spec.session_mode() == Some(crate::manifest::SessionMode::Snapshot)
+    }
+
     pub(super) fn idle_for(&self) -> Duration {
         self.last_used
             .lock()

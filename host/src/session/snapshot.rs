@@ -13,12 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::durable::charge_restored;
 use super::entry::{self, StoredFile};
-use super::registry::RESUME_MEMORY_WAIT;
 use super::session::Session;
 use crate::run::instance::PluginInstance;
 use crate::run::{RunError, Runner};
 use crate::sandbox::clock::{self, CallClock};
 use crate::state::{SessionImage, StoredImage};
+
+/// How long a resume waits for the server's memory budget before it is refused as busy.
+pub(super) const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
 
 /// How long taking or writing a session's state may take: it is a copy of its pages,
 /// a matter of milliseconds; this only stops a plugin whose doors never answer.
