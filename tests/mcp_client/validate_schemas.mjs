@@ -103,7 +103,7 @@ const calls = [
     },
   ],
   ["create_session", { runtime: "quickjs" }],
-  ["create_session", { runtime: "javascript" }],
+  ["create_session", { runtime: "python" }],
 ];
 let sessionId = null;
 for (let [name, args] of calls) {
@@ -128,10 +128,11 @@ for (let [name, args] of calls) {
   }
   if (name === "create_session") {
     sessionId = result.structuredContent.session_id;
-    calls.push(["run_code", { session_id: sessionId, code: "var kept = 1", stdin: "x",
+    const code = args.runtime === "python" ? "kept = 1" : "var kept = 1";
+    calls.push(["run_code", { session_id: sessionId, code, stdin: "x",
                               timeout_seconds: 5, files: [{ path: "s.txt", content: "s" }] }]);
     // A session of a snapshot runtime forks.
-    if (args.runtime === "javascript") {
+    if (args.runtime === "python") {
       calls.push(["fork_session", { session_id: sessionId, count: 2 }]);
     }
     calls.push(["close_session", { session_id: sessionId }]);

@@ -11,8 +11,7 @@ use super::arguments::{check_session_id, parse};
 use crate::mcp::handler::schema::{input_schema_for, standard_formats_only};
 
 /// What close_session does, as its tools/list entry says it.
-pub const DESCRIPTION: &str = "End a session: its interpreter and files are removed; later \
-                               calls with its session_id are refused.";
+pub const DESCRIPTION: &str = "End a session and remove its files.";
 
 /// The arguments of `close_session`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]

@@ -12,11 +12,9 @@ use crate::mcp::handler::schema::{input_schema_for, standard_formats_only};
 use crate::service::MAX_FORKS;
 
 /// What fork_session does, as its tools/list entry says it.
-pub const DESCRIPTION: &str = "Copy a session: new sessions, each starting with the source's \
-                               variables and files as they are now, then living on its own \
-                               (what one changes, no other sees). Try several approaches from \
-                               one prepared state. Runtimes whose list_runtimes entry says \
-                               session_mode \"snapshot\" can be forked.";
+pub const DESCRIPTION: &str = "Copy a session into new ones, each with its variables and files, \
+                               then on its own. For runtimes whose session_mode is \
+                               \"snapshot\".";
 
 /// The arguments of `fork_session`.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
@@ -25,7 +23,7 @@ pub struct ForkSessionInput {
     /// The session to copy.
     #[schemars(extend("x-mcp-header" = "Session"))]
     pub session_id: String,
-    /// How many copies to make, 1 to 16.
+    /// Copies to make (1-16).
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = 16), default = "one")]
     pub count: i64,

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::service::{LimitSettings, RuntimeInfo, SessionMode};
 
 /// What list_runtimes does, as its tools/list entry says it.
-pub const DESCRIPTION: &str = "The runtimes (versions, sample programs, whether sessions keep \
-                               state) and the limits of a run.";
+pub const DESCRIPTION: &str = "The runtimes (versions, samples, how sessions keep state) and \
+                               a run's limits.";
 
 /// One runtime in `list_runtimes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -433,11 +433,11 @@ pub fn run_code_description(
     format!(
         "Run a program in a WebAssembly sandbox. Runtimes:\n{}\n\n\
          No network, no host files, nothing to install, no command-line arguments; each call \
-         starts fresh unless in a session (create_session; fork_session copies one). Input \
-         via `stdin` and `files`; files it writes come back (images as images). Limits: {} s \
+         starts fresh unless in a session (create_session, fork_session). Input via `stdin` \
+         and `files`; files it writes come back (images as images). Limits: {} s \
          (`timeout_seconds` up to {} s{longer}; compiling has {} s of its own), {} memory, \
-         {} output per stream. A non-zero exit is still `completed`; `error` says why a run ended `timeout`, `crashed` \
-         or `terminated`. Long output shows head and tail; the rest is linked (runbox:// \
+         {} output per stream. A non-zero exit is still `completed`; `error` says why a run \
+         ended `timeout`, `crashed` or `terminated`. Long output shows head and tail; the rest is linked (runbox:// \
          URIs, for resources/read).",
         listed.join("\n"),
         secs(limits.default_timeout.as_secs_f64()),
