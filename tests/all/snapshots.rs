@@ -40,6 +40,13 @@ async fn say(runbox: &Runbox, id: &str, code: &str) -> String {
     stdout
 }
 
+/// A new session of `runtime` in which `code` ran: its id.
+async fn session_after(runbox: &Runbox, runtime: &str, code: &str) -> String {
+    let id = runbox.create_session(runtime).await.unwrap().session_id;
+    say(runbox, &id, code).await;
+    id
+}
+
 /// Why forking session `id` into `count` copies is refused (it must be).
 async fn refused_fork(runbox: &Runbox, id: &str, count: usize) -> String {
     match runbox.fork_session(id, count).await {
@@ -51,8 +58,7 @@ async fn refused_fork(runbox: &Runbox, id: &str, count: usize) -> String {
 /// The parent, its children and a fork of a fork each change and print their own state.
 async fn forks_live_apart(runtime: &str, set: &str, add: &str, show: &str) {
     let runbox = runbox_of(&[runtime]).await;
-    let parent = runbox.create_session(runtime).await.unwrap().session_id;
-    say(&runbox, &parent, set).await;
+    let parent = session_after(&runbox, runtime, set).await;
     let children = runbox.fork_session(&parent, 2).await.unwrap();
     assert_eq!(children.len(), 2);
     let (a, b) = (&children[0].session_id, &children[1].session_id);
@@ -115,8 +121,7 @@ async fn python_forks_live_apart() {
 #[tokio::test(flavor = "multi_thread")]
 async fn python_forks_draw_different_random_numbers() {
     let runbox = runbox_of(&["python"]).await;
-    let parent = runbox.create_session("python").await.unwrap().session_id;
-    say(&runbox, &parent, "import random\nrandom.seed(7)").await;
+    let parent = session_after(&runbox, "python", "import random\nrandom.seed(7)").await;
     let children = runbox.fork_session(&parent, 2).await.unwrap();
     let draw = "print(random.random())";
     let mut drawn = vec![say(&runbox, &parent, draw).await];
@@ -134,8 +139,7 @@ async fn python_forks_draw_different_random_numbers() {
 async fn a_replayed_runtime_says_it_cannot_fork() {
     for (runtime, set) in [("quickjs", "var n = 1"), ("shell", "n=1; echo $n")] {
         let runbox = runbox_of(&[runtime]).await;
-        let parent = runbox.create_session(runtime).await.unwrap().session_id;
-        say(&runbox, &parent, set).await;
+        let parent = session_after(&runbox, runtime, set).await;
         let e = refused_fork(&runbox, &parent, 2).await;
         assert!(e.contains("session_mode \"replay\""), "{runtime}: {e}");
         assert_eq!(runbox.sessions().len(), 1);
@@ -153,12 +157,7 @@ async fn forks_past_the_session_cap_are_refused_whole() {
         })
         .await,
     );
-    let parent = runbox
-        .create_session("javascript")
-        .await
-        .unwrap()
-        .session_id;
-    say(&runbox, &parent, "var n = 1").await;
+    let parent = session_after(&runbox, "javascript", "var n = 1").await;
     let e = refused_fork(&runbox, &parent, 3).await;
     assert!(e.contains("--max-sessions"), "{e}");
     assert_eq!(runbox.sessions().len(), 1, "half a fork was made");
@@ -319,12 +318,12 @@ async fn a_changed_page_or_another_build_is_refused() {
         }
     };
 
-    let tampered = runbox
-        .create_session("javascript")
-        .await
-        .unwrap()
-        .session_id;
-    say(&runbox, &tampered, "var n = 'secret'.repeat(100000).length").await;
+    let tampered = session_after(
+        &runbox,
+        "javascript",
+        "var n = 'secret'.repeat(100000).length",
+    )
+    .await;
     assert!(runbox.sessions().hibernate(&tampered));
     let mut entry = stored(&tampered);
     let image = entry
@@ -338,12 +337,7 @@ async fn a_changed_page_or_another_build_is_refused() {
     let e = resume(tampered.clone()).await.unwrap_err().to_string();
     assert!(e.contains("does not match its checksum"), "{e}");
 
-    let foreign = runbox
-        .create_session("javascript")
-        .await
-        .unwrap()
-        .session_id;
-    say(&runbox, &foreign, "var n = 2").await;
+    let foreign = session_after(&runbox, "javascript", "var n = 2").await;
     assert!(runbox.sessions().hibernate(&foreign));
     let mut entry = stored(&foreign);
     entry.plugin = "another build".into();
@@ -352,12 +346,7 @@ async fn a_changed_page_or_another_build_is_refused() {
     assert!(e.contains("another version"), "{e}");
 
     // The same entry, as this build wrote it, resumes.
-    let kept = runbox
-        .create_session("javascript")
-        .await
-        .unwrap()
-        .session_id;
-    say(&runbox, &kept, "var n = 3").await;
+    let kept = session_after(&runbox, "javascript", "var n = 3").await;
     assert!(runbox.sessions().hibernate(&kept));
     let outcome = resume(kept).await.unwrap();
     assert_eq!(outcome.output.stdout, b"3\n");
@@ -410,8 +399,7 @@ async fn a_resumed_session_is_stored_as_its_state_again() {
     ] {
         let store = tempfile::tempdir().unwrap();
         let runbox = stored_runbox(runtime, store.path()).await;
-        let id = runbox.create_session(runtime).await.unwrap().session_id;
-        say(&runbox, &id, set).await;
+        let id = session_after(&runbox, runtime, set).await;
         for round in 2..5 {
             assert!(runbox.sessions().hibernate(&id), "{runtime} stored");
             let path = store.path().join(format!("{id}.session"));

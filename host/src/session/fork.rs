@@ -15,7 +15,6 @@ use super::entry;
 use super::history::History;
 use super::session::Session;
 use super::snapshot::in_state_time;
-use crate::manifest::SessionMode;
 use crate::run::instance::PluginInstance;
 use crate::run::{RunError, Runner};
 
@@ -28,7 +27,7 @@ impl Session {
         runner: &Runner,
         children: &[Arc<Session>],
     ) -> Result<(), RunError> {
-        if self.keeps_state() && self.plugin.spec.session_mode() == Some(SessionMode::Replay) {
+        if self.keeps_state() && !self.copies_state() {
             return Err(RunError::Host(format!(
                 "`{}` keeps a session as the record of its calls (its list_runtimes entry \
                  says session_mode \"replay\"), which cannot be copied; sessions of runtimes \
