@@ -82,6 +82,19 @@ async fn forks_live_apart(runtime: &str, set: &str, add: &str, show: &str) {
         "3\n",
         "fork of a fork"
     );
+    // A later fork of the parent has what it wrote since its first.
+    let late = runbox.fork_session(&parent, 1).await.unwrap().remove(0);
+    assert_eq!(
+        say(&runbox, &late.session_id, show).await,
+        "4\n",
+        "a later fork"
+    );
+    say(&runbox, &late.session_id, add).await;
+    assert_eq!(
+        say(&runbox, &parent, show).await,
+        "4\n",
+        "parent after a later fork"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -113,6 +126,30 @@ async fn python_forks_live_apart() {
         "n = 1\nkept = [n]",
         "n += 1\nkept.append(n)",
         "print(n)",
+    )
+    .await;
+}
+
+/// State past the interpreter's start-up size (a 32 MB array, in memory the session grew
+/// into, which copies share until they write) is copied as exactly as a small variable.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_forks_of_a_large_array_live_apart() {
+    forks_live_apart(
+        "python",
+        "import numpy as np\nbig = np.ones(4_000_000)",
+        "big += 1",
+        "print(int(big[-1]) if big.min() == big.max() else 'torn')",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_forks_of_a_large_array_live_apart() {
+    forks_live_apart(
+        "javascript",
+        "var big = new Float64Array(4_000_000).fill(1)",
+        "big.fill(big[0] + 1)",
+        "console.log(big[0] === big[2_000_000] && big[0] === big[3_999_999] ? big[0] : 'torn')",
     )
     .await;
 }

@@ -85,6 +85,10 @@ fn base_config() -> Config {
         .wasm_component_model(true)
         // Copy-on-write memory images make instantiating a large interpreter cheap.
         .memory_init_cow(true)
+        // Each 32-bit memory has all it can address reserved, so it never moves: a
+        // session's memory tails are mapped into that reservation (`state/tail.rs`).
+        // (wasmtime's default on 64-bit hosts, said here because runbox relies on it.)
+        .memory_reservation(1 << 32)
         .max_wasm_stack(4 << 20)
         .async_stack_size(8 << 20)
         .concurrency_support(false)

@@ -11,7 +11,7 @@ use crate::sandbox::at_rest_tool;
 use crate::sandbox::store::{new_store, ProgramIo};
 use crate::sandbox::Sandbox;
 use crate::sandbox::StoreState;
-use crate::state::{SessionImage, Startup, StateAccess, StateError};
+use crate::state::{LiveState, SessionImage, StateAccess, StateError, Taking};
 use crate::wit::exports::runbox::plugin::{command, runtime, session};
 
 /// What the host asks of a plugin in one call.
@@ -34,7 +34,7 @@ pub struct PluginInstance {
     /// Opened by [`PluginInstance::with_session`].
     session: Option<OpenSession>,
     /// The doors into its state, and what it was right after its session opened.
-    state: Option<(Arc<StateAccess>, Startup)>,
+    state: Option<(Arc<StateAccess>, LiveState)>,
 }
 
 struct OpenSession {
@@ -94,18 +94,22 @@ impl PluginInstance {
     }
 
     /// The session's state, taken out of this instance and the resident programs it
-    /// keeps (at rest: no call under way).
-    pub async fn capture(&mut self) -> Result<SessionImage, StateError> {
-        let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
+    /// keeps (at rest: no call under way), as `taking` says.
+    pub async fn capture(&mut self, taking: Taking) -> Result<SessionImage, StateError> {
+        let (state, live) = self.state.as_mut().ok_or(StateError::NoDoors)?;
         let resources = self.store.data_mut().live_resources();
         let plugin = state
-            .capture(&mut self.store, &self.instance, startup, resources)
+            .capture(&mut self.store, &self.instance, live, resources, taking)
             .await
             .map_err(|e| e.of("its plugin"))?;
         let mut residents = Vec::new();
         for resident in self.store.data_mut().residents() {
             let tool = at_rest_tool(resident).ok_or(StateError::NotAtRest)?;
-            residents.push(tool.capture().await.map_err(|e| e.of("its interpreter"))?);
+            residents.push(
+                tool.capture(taking)
+                    .await
+                    .map_err(|e| e.of("its interpreter"))?,
+            );
         }
         Ok(SessionImage { plugin, residents })
     }
@@ -113,7 +117,7 @@ impl PluginInstance {
     /// Writes `image` into this instance (fresh, its session just opened) and its
     /// residents: it goes on from where the session the image was taken of stood.
     pub async fn restore(&mut self, image: &SessionImage) -> Result<(), StateError> {
-        let (state, startup) = self.state.as_ref().ok_or(StateError::NoDoors)?;
+        let (state, live) = self.state.as_mut().ok_or(StateError::NoDoors)?;
         let fresh = self.store.data_mut().residents().count();
         if fresh != image.residents.len() {
             return Err(StateError::Residents {
@@ -122,7 +126,7 @@ impl PluginInstance {
             });
         }
         state
-            .restore(&mut self.store, &self.instance, startup, &image.plugin)
+            .restore(&mut self.store, &self.instance, live, &image.plugin)
             .await?;
         for (resident, image) in self.store.data_mut().residents().zip(&image.residents) {
             let tool = at_rest_tool(resident).ok_or(StateError::NotAtRest)?;

@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use super::sandbox::StoreState;
 use super::turn_doors::TurnDoors;
-use crate::state::{InstanceImage, Startup, StateError};
+use crate::state::{InstanceImage, LiveState, StateError, Taking};
 use crate::wit::resident::{AtRest, Turn};
 
 /// The tool's instance between turns.
@@ -18,7 +18,7 @@ pub struct ToolAtRest {
     instance: Instance,
     doors: Arc<TurnDoors>,
     /// What it was once its start turns ran.
-    startup: Option<Startup>,
+    startup: Option<LiveState>,
 }
 
 impl ToolAtRest {
@@ -48,23 +48,23 @@ impl ToolAtRest {
     }
 
     /// The interpreter's state, taken out of the instance.
-    pub async fn capture(&mut self) -> Result<InstanceImage, StateError> {
-        let (Some(state), Some(startup)) = (&self.doors.state, &self.startup) else {
+    pub async fn capture(&mut self, taking: Taking) -> Result<InstanceImage, StateError> {
+        let (Some(state), Some(live)) = (&self.doors.state, &mut self.startup) else {
             return Err(StateError::NoDoors);
         };
         let resources = self.store.data_mut().live_resources();
         state
-            .capture(&mut self.store, &self.instance, startup, resources)
+            .capture(&mut self.store, &self.instance, live, resources, taking)
             .await
     }
 
     /// Writes `image` into the instance, fresh past its start turns.
     pub async fn restore(&mut self, image: &InstanceImage) -> Result<(), StateError> {
-        let (Some(state), Some(startup)) = (&self.doors.state, &self.startup) else {
+        let (Some(state), Some(live)) = (&self.doors.state, &mut self.startup) else {
             return Err(StateError::NoDoors);
         };
         state
-            .restore(&mut self.store, &self.instance, startup, image)
+            .restore(&mut self.store, &self.instance, live, image)
             .await
     }
 

@@ -17,6 +17,7 @@ use super::session::Session;
 use super::snapshot::in_state_time;
 use crate::run::instance::PluginInstance;
 use crate::run::{RunError, Runner};
+use crate::state::Taking;
 
 impl Session {
     /// Gives each of `children` (new, with no call made) this session's state and files
@@ -44,7 +45,7 @@ impl Session {
             (Some(instance), true) => {
                 let (instance, image) = in_state_time(async move {
                     let mut instance = instance;
-                    let image = instance.capture().await;
+                    let image = instance.capture(Taking::ForCopies).await;
                     (instance, image)
                 })
                 .await?;

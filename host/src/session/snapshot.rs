@@ -17,7 +17,7 @@ use super::session::Session;
 use crate::run::instance::PluginInstance;
 use crate::run::{RunError, Runner};
 use crate::sandbox::clock::{self, CallClock};
-use crate::state::{SessionImage, StoredImage};
+use crate::state::{SessionImage, StoredImage, Taking};
 
 /// How long a resume waits for the server's memory budget before it is refused as busy.
 pub(super) const RESUME_MEMORY_WAIT: Duration = Duration::from_secs(30);
@@ -43,7 +43,7 @@ pub(super) fn store_state(
             let clock = CallClock::new(Instant::now() + STATE_DEADLINE, CancellationToken::new());
             Ok::<_, String>(runtime.block_on(clock::timed(clock, async move {
                 let mut instance = instance;
-                let image = instance.capture().await;
+                let image = instance.capture(Taking::Whole).await;
                 (instance, image)
             })))
         })

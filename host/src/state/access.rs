@@ -6,6 +6,7 @@ use wasmtime::component::{Component, ComponentExportIndex, Instance, WasmList};
 use wasmtime::Store;
 
 use super::image::{InstanceImage, MemoryImage, Startup};
+use super::tail::{Placement, Tail};
 use super::written::{page_size, written_pages};
 use crate::componentize::state_access::STATE_INSTANCE;
 
@@ -51,6 +52,24 @@ pub enum StateError {
 
 fn call_error(e: wasmtime::Error) -> StateError {
     StateError::Call(format!("{e:#}"))
+}
+
+/// What the host keeps of an instance's state beside the instance: what it was right
+/// after its start-up, and the tail ([`Tail`]) of each memory that has one.
+#[derive(Debug)]
+pub struct LiveState {
+    pub startup: Startup,
+    tails: Vec<Option<Tail>>,
+}
+
+/// How an image is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taking {
+    /// Every changed byte, to be stored.
+    Whole,
+    /// For copies made now, in memory: memory tails are frozen and shared, and only what
+    /// the instance wrote since its tails froze is copied.
+    ForCopies,
 }
 
 /// The accessors of one memory.
@@ -118,9 +137,51 @@ impl StateAccess {
         store: &mut Store<T>,
         instance: &Instance,
         resources: usize,
-    ) -> Result<Startup, StateError> {
-        let pages = quiet(store, async |store| self.sizes(store, instance).await).await?;
-        Ok(Startup { pages, resources })
+    ) -> Result<LiveState, StateError> {
+        quiet(store, async |store| {
+            let pages = self.sizes(store, instance).await?;
+            let mut tails = Vec::with_capacity(pages.len());
+            for (m, &size) in pages.iter().enumerate() {
+                let from = size as usize * WASM_PAGE;
+                let tail = match self.placement(store, instance, m, from).await? {
+                    Some(at) => Tail::attach(at)
+                        .inspect_err(|e| tracing::debug!("memory {m} keeps no tail: {e}"))
+                        .ok(),
+                    None => None,
+                };
+                tails.push(tail);
+            }
+            Ok(LiveState {
+                startup: Startup { pages, resources },
+                tails,
+            })
+        })
+        .await
+    }
+
+    /// Where memory `m` of `instance` lies, its tail from `from` (None while it is
+    /// empty: an empty list tells no address).
+    async fn placement<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        m: usize,
+        from: usize,
+    ) -> Result<Option<Placement>, StateError> {
+        let view = instance
+            .get_typed_func::<(), (WasmList<u8>,)>(&mut *store, &self.memories[m].view)
+            .map_err(call_error)?;
+        let list = view
+            .call_async(&mut *store, ())
+            .await
+            .map_err(call_error)?
+            .0;
+        let bytes = list.as_le_slice(&*store);
+        Ok((!bytes.is_empty()).then_some(Placement {
+            base: bytes.as_ptr() as usize,
+            from,
+            size: bytes.len(),
+        }))
     }
 
     async fn sizes<T: Send + 'static>(
@@ -144,21 +205,22 @@ impl StateAccess {
     }
 
     /// The state of `instance`, which is at rest (no call of it under way) and holds
-    /// `resources` host resources, against its `startup`.
+    /// `resources` host resources, against its `live` state.
     pub async fn capture<T: Send + 'static>(
         &self,
         store: &mut Store<T>,
         instance: &Instance,
-        startup: &Startup,
+        live: &mut LiveState,
         resources: usize,
+        taking: Taking,
     ) -> Result<InstanceImage, StateError> {
-        if resources != startup.resources {
+        if resources != live.startup.resources {
             return Err(StateError::Holds {
-                extra: resources.saturating_sub(startup.resources),
+                extra: resources.saturating_sub(live.startup.resources),
             });
         }
         quiet(store, async |store| {
-            self.capture_quietly(store, instance, startup).await
+            self.capture_quietly(store, instance, live, taking).await
         })
         .await
     }
@@ -167,15 +229,16 @@ impl StateAccess {
         &self,
         store: &mut Store<T>,
         instance: &Instance,
-        startup: &Startup,
+        live: &mut LiveState,
+        taking: Taking,
     ) -> Result<InstanceImage, StateError> {
         let mut image = InstanceImage {
-            startup: startup.clone(),
+            startup: live.startup.clone(),
             ..InstanceImage::default()
         };
         let sizes = self.sizes(store, instance).await?;
         for (m, doors) in self.memories.iter().enumerate() {
-            let startup = startup.pages.get(m).copied().unwrap_or(0);
+            let from = live.startup.pages.get(m).copied().unwrap_or(0) as usize * WASM_PAGE;
             let mut memory = MemoryImage {
                 pages: sizes[m],
                 ..MemoryImage::default()
@@ -190,7 +253,26 @@ impl StateAccess {
                     .map_err(call_error)?
                     .0;
                 let bytes = list.as_le_slice(&*store);
-                take_written(&mut memory, bytes, startup as usize * WASM_PAGE);
+                let from = from.min(bytes.len());
+                let tail = live.tails.get_mut(m).and_then(Option::as_mut);
+                let high = match (tail, taking) {
+                    (Some(tail), Taking::ForCopies) => {
+                        let at = Placement {
+                            base: bytes.as_ptr() as usize,
+                            from,
+                            size: bytes.len(),
+                        };
+                        memory.tail = Some(tail.freeze(at).map_err(|e| {
+                            StateError::Call(format!("cannot freeze memory {m}'s tail: {e}"))
+                        })?);
+                        High::Written(tail.written_since_frozen(&bytes[from..]))
+                    }
+                    (Some(tail), Taking::Whole) => {
+                        High::UnlessZero(tail.holding_data(&bytes[from..]))
+                    }
+                    (None, _) => High::UnlessZero(written_pages(&bytes[from..])),
+                };
+                take_written(&mut memory, bytes, from, high);
             }
             image.memories.push(memory);
         }
@@ -212,17 +294,17 @@ impl StateAccess {
         &self,
         store: &mut Store<T>,
         instance: &Instance,
-        fresh: &Startup,
+        fresh: &mut LiveState,
         image: &InstanceImage,
     ) -> Result<(), StateError> {
-        if *fresh != image.startup {
+        if fresh.startup != image.startup {
             return Err(StateError::StartupDiffers {
-                fresh: fresh.clone(),
+                fresh: fresh.startup.clone(),
                 image: image.startup.clone(),
             });
         }
         quiet(store, async |store| {
-            self.restore_quietly(store, instance, image).await
+            self.restore_quietly(store, instance, fresh, image).await
         })
         .await
     }
@@ -231,6 +313,7 @@ impl StateAccess {
         &self,
         store: &mut Store<T>,
         instance: &Instance,
+        fresh: &mut LiveState,
         image: &InstanceImage,
     ) -> Result<(), StateError> {
         if image.memories.len() != self.memories.len() || image.globals.len() != self.globals.len()
@@ -266,6 +349,18 @@ impl StateAccess {
                         memory: m,
                         pages: memory.pages,
                     });
+                }
+            }
+            if let Some(frozen) = &memory.tail {
+                let from = image.startup.pages[m] as usize * WASM_PAGE;
+                let at = self
+                    .placement(store, instance, m, from)
+                    .await?
+                    .ok_or(StateError::Outside { memory: m })?;
+                let tail = Tail::copy_of(frozen, at)
+                    .map_err(|e| StateError::Call(format!("cannot map memory {m}'s tail: {e}")))?;
+                if let Some(slot) = fresh.tails.get_mut(m) {
+                    *slot = Some(tail);
                 }
             }
             let limit = u64::from(memory.pages) * WASM_PAGE as u64;
@@ -319,19 +414,33 @@ async fn quiet<T: Send + 'static, R>(
     result
 }
 
-/// Copies the pages of `memory` that were written into `image`, but for pages of zeros
-/// past `startup_bytes` (a fresh instance has zeros there too).
-fn take_written(image: &mut MemoryImage, memory: &[u8], startup_bytes: usize) {
+/// Which host pages of a memory's tail (past its start-up size) an image takes.
+enum High {
+    /// Those marked that hold more than zeros (what a fresh instance has there).
+    UnlessZero(Vec<bool>),
+    /// Those marked, whatever they hold (they are written over a shared tail).
+    Written(Vec<bool>),
+}
+
+/// Copies into `image` the pages of `memory` written since its start-up up to `from`,
+/// and those `high` names past it.
+fn take_written(image: &mut MemoryImage, memory: &[u8], from: usize, high: High) {
     let page = page_size();
-    for (i, written) in written_pages(memory).into_iter().enumerate() {
-        if !written {
-            continue;
+    for (i, written) in written_pages(&memory[..from]).into_iter().enumerate() {
+        if written {
+            let start = i * page;
+            image.push(start, &memory[start..(start + page).min(from)]);
         }
-        let start = i * page;
+    }
+    let (marked, unless_zero) = match high {
+        High::UnlessZero(marked) => (marked, true),
+        High::Written(marked) => (marked, false),
+    };
+    for (i, taken) in marked.into_iter().enumerate() {
+        let start = from + i * page;
         let bytes = &memory[start..(start + page).min(memory.len())];
-        if start >= startup_bytes && bytes.iter().all(|b| *b == 0) {
-            continue;
+        if taken && !(unless_zero && bytes.iter().all(|b| *b == 0)) {
+            image.push(start, bytes);
         }
-        image.push(start, bytes);
     }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::tail::FrozenTail;
+
 /// One linear memory, as far as it differs from a fresh instance's after start-up.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryImage {
@@ -12,6 +14,11 @@ pub struct MemoryImage {
     pub runs: Vec<(u32, u32)>,
     /// The runs' bytes, one after another.
     pub bytes: Vec<u8>,
+    /// For a copy made in memory (a fork): the source's tail, frozen, which the copy maps
+    /// before its runs are written (they then hold only what the source wrote since the
+    /// tail froze). Never stored: a stored image holds every changed byte in its runs.
+    #[serde(skip)]
+    pub tail: Option<FrozenTail>,
 }
 
 /// What an instance is right after its start-up (for a session: its instance made and
@@ -64,9 +71,15 @@ impl SessionImage {
 }
 
 impl InstanceImage {
-    /// The changed bytes it holds.
+    /// The changed bytes it holds (past any shared tail).
     pub fn changed_bytes(&self) -> u64 {
         self.memories.iter().map(|m| m.bytes.len() as u64).sum()
+    }
+
+    /// Whether it shares a tail with the instance it was taken of (so it cannot be
+    /// stored).
+    pub fn shares_a_tail(&self) -> bool {
+        self.memories.iter().any(|m| m.tail.is_some())
     }
 
     /// What an instance restored from it holds in its memories, in bytes.

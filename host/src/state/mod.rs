@@ -12,8 +12,10 @@
 mod access;
 mod image;
 mod stored;
+mod tail;
 mod written;
 
-pub use access::{StateAccess, StateError};
+pub use access::{LiveState, StateAccess, StateError, Taking};
 pub use image::{InstanceImage, MemoryImage, SessionImage, Startup};
 pub use stored::{ImageError, StoredImage};
+pub use tail::{FrozenTail, Placement, Tail};

@@ -143,6 +143,7 @@ impl StoredImage {
                     pages: memory.pages,
                     runs: memory.runs.clone(),
                     bytes: self.unpack(&memory.contents)?,
+                    tail: None,
                 });
             }
             instances.push(InstanceImage {
