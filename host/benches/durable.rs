@@ -10,13 +10,16 @@
 //! in memory. The same for a javascript session holding a million numbers and small
 //! quickjs, ruby and javascript sessions; then forks of the python and javascript
 //! sessions into 1 and 10 copies (`Runbox::fork_session`, until every copy is open).
-//! Every answer is checked. Prints markdown tables (bench/RESULTS.md's "Durable
+//! Every answer is checked. Then the python forks again through MCP: `runbox mcp` driven
+//! by rmcp's client over stdio, timed from the `fork_session` request to its answer (when
+//! every id in it takes calls). Prints markdown tables (bench/RESULTS.md's "Durable
 //! sessions").
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use common::mcp::McpServer;
 use common::{median, ms};
 use runbox::manifest::Manifest;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
@@ -99,8 +102,57 @@ fn main() {
             call(&runbox, &id, make).await;
             stored_and_resumed(&runbox, store.path(), rounds, &id, &format!("{runtime}, one variable"), check, expected).await;
         }
+        forks_through_mcp(rounds).await;
 
     });
+}
+
+/// The python forks of the first table, through MCP.
+async fn forks_through_mcp(rounds: usize) {
+    let server = McpServer::start(&[
+        "--runtimes",
+        "python",
+        "--max-sessions",
+        "64",
+        "--server-memory-mb",
+        "12288",
+    ])
+    .await;
+    let id = server.create_session("python").await;
+    server.expect_in(&id, MAKE_DF, "104857600\n").await;
+    let (mut one, mut ten) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for (count, times) in [(1, &mut one), (10, &mut ten)] {
+            let t = Instant::now();
+            let result = server
+                .call(
+                    "fork_session",
+                    serde_json::json!({"session_id": id, "count": count}),
+                )
+                .await;
+            times.push(t.elapsed());
+            let ids = result.structured_content.expect("structuredContent")["session_ids"]
+                .as_array()
+                .expect("session ids")
+                .clone();
+            assert_eq!(ids.len(), count);
+            for child in ids {
+                let child = child.as_str().expect("an id");
+                server.expect_in(child, CHECK_DF, DF_OUT).await;
+                server
+                    .call("close_session", serde_json::json!({"session_id": child}))
+                    .await;
+            }
+        }
+    }
+    println!();
+    println!("| through MCP (rmcp client, stdio) | fork into 1 (median) | fork into 10 (median) |");
+    println!("| --- | ---: | ---: |");
+    println!(
+        "| python, 100 MB DataFrame | {:.0} ms | {:.0} ms |",
+        ms(median(&mut one)),
+        ms(median(&mut ten))
+    );
 }
 
 const MAKE_ARRAY: &str = "var big = new Array(1 << 20).fill(0).map((_, i) => i)";

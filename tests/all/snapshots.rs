@@ -286,6 +286,53 @@ async fn stored_runbox(runtime: &str, store: &std::path::Path) -> Arc<Runbox> {
     )
 }
 
+/// A python session holding 32 MB of random floats (kept in its entry as they are, and
+/// mapped from the entry's file when resumed) lives on exactly through being written
+/// over, forked, stored again with its entry replaced while a fork still maps it, and
+/// resumed again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_mapped_from_its_entry_forks_and_is_stored_again() {
+    let store = tempfile::tempdir().unwrap();
+    let runbox = stored_runbox("python", store.path()).await;
+    let parent = session_after(
+        &runbox,
+        "python",
+        "import numpy as np\nbig = np.random.default_rng(1).random(4_000_000)\ns0 = float(big.sum())",
+    )
+    .await;
+    let moved = "print(round(float(big.sum()) - s0))";
+    assert!(runbox.sessions().hibernate(&parent), "stored");
+    assert_eq!(say(&runbox, &parent, moved).await, "0\n", "resumed");
+    say(&runbox, &parent, "big[:500_000] += 1").await;
+    let child = runbox
+        .fork_session(&parent, 1)
+        .await
+        .unwrap()
+        .remove(0)
+        .session_id;
+    say(&runbox, &parent, "big[:500_000] += 1").await;
+    // The parent is stored again (its entry's file replaced) while the child maps the old.
+    assert!(runbox.sessions().hibernate(&parent), "stored again");
+    assert_eq!(say(&runbox, &child, moved).await, "500000\n", "the fork");
+    assert!(runbox.sessions().hibernate(&child), "the fork stored");
+    assert_eq!(
+        say(&runbox, &child, moved).await,
+        "500000\n",
+        "the fork resumed"
+    );
+    assert_eq!(
+        say(&runbox, &parent, moved).await,
+        "1000000\n",
+        "the parent resumed"
+    );
+    say(&runbox, &child, "big[-1] = 0").await;
+    assert_eq!(
+        say(&runbox, &parent, "print(big[-1] != 0)").await,
+        "True\n",
+        "the parent does not see the fork's write"
+    );
+}
+
 /// A python session whose call read the clock in a loop for three seconds (which no
 /// record of draws could keep) is stored with its interpreter's state and comes back at
 /// once, exact, in a new server: nothing runs again.
@@ -369,7 +416,10 @@ async fn a_changed_page_or_another_build_is_refused() {
         .expect("a javascript session is stored as its state");
     assert!(!image.pages.is_empty());
     let page = &mut image.pages[0];
-    page.zstd = zstd::bulk::compress(&vec![0x41; page.len as usize], 1).unwrap();
+    page.stored = runbox::state::Payload::new(
+        zstd::bulk::compress(&vec![0x41; page.len as usize], 1).unwrap(),
+    );
+    page.raw = false;
     std::fs::write(path(&tampered), entry.encode()).unwrap();
     let e = resume(tampered.clone()).await.unwrap_err().to_string();
     assert!(e.contains("does not match its checksum"), "{e}");

@@ -342,11 +342,13 @@ impl SessionStore {
         let Some(path) = self.path(id, ENTRY_SUFFIX) else {
             return Ok(None);
         };
-        let len = match std::fs::metadata(&path) {
-            Ok(m) => m.len(),
+        // Its length from the file opened, which a rename over the path cannot change.
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.io(e)),
         };
+        let len = file.metadata().map_err(|e| self.io(e))?.len();
         let refused = |why| StoreError::Refused {
             id: id.to_string(),
             why,
@@ -356,8 +358,9 @@ impl SessionStore {
                 "it is {len} bytes, more than a stored session may hold"
             ))));
         }
-        let bytes = std::fs::read(&path).map_err(|e| self.io(e))?;
-        let entry = StoredSession::decode(&bytes).map_err(refused)?;
+        let bytes = super::mapped_entry::read_entry(&file, len).map_err(|e| self.io(e))?;
+        let entry = StoredSession::decode_shared(bytes, Some(std::sync::Arc::new(file)))
+            .map_err(refused)?;
         if entry.id != id {
             return Err(StoreError::Foreign {
                 id: id.to_string(),

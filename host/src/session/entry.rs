@@ -2,20 +2,31 @@
 //! directory, the journal of the calls that made its interpreter's state and, for a
 //! snapshot runtime, that state's image; and the directory snapshots it is made of.
 //!
-//! On disk an entry is `MAGIC`, the BLAKE3 hash of the rest, then the entry in `postcard`.
-//! Reading one checks the magic, the checksum and every path before anything is used:
-//! an entry is data from a shared directory, never trusted and never code for the host.
+//! On disk an entry is `MAGIC`, the BLAKE3 hash of its record, the record's length (8
+//! bytes, little-endian), the record (the entry in `postcard`), then, from the next
+//! multiple of [`PAYLOAD_ALIGN`] bytes (zeros between), its image's pages' bytes (the
+//! payload), so that pages kept as they are can be mapped from the file. The record names each page by the BLAKE3 hash of its contents,
+//! so the checksum covers the pages too, checked page by page as they are decompressed
+//! (`state/stored.rs`) rather than in a pass of their own. Reading one checks the magic,
+//! the checksum and every path before anything is used: an entry is data from a shared
+//! directory, never trusted and never code for the host.
 
+use std::fs::File;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::sandbox::journal::Draws;
-use crate::state::StoredImage;
+use crate::state::{PayloadFile, StoredImage};
 
 /// The first bytes of every entry; the last byte is the format's version.
-const MAGIC: &[u8; 8] = b"RBXSESS\x03";
+const MAGIC: &[u8; 8] = b"RBXSESS\x04";
+
+/// Where an image's payload starts in an entry's file: a multiple of this (a host page).
+pub const PAYLOAD_ALIGN: usize = 4096;
 
 /// Why an entry cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -100,26 +111,77 @@ impl LoggedCall {
 impl StoredSession {
     /// The entry's bytes on disk.
     pub fn encode(&self) -> Vec<u8> {
-        let body = postcard::to_stdvec(self).expect("a session serializes");
-        let mut out = Vec::with_capacity(MAGIC.len() + 32 + body.len());
+        let record = postcard::to_stdvec(self).expect("a session serializes");
+        let payload = self.image.as_ref().map_or(0, |i| i.stored_bytes() as usize);
+        let mut out = Vec::with_capacity(MAGIC.len() + 40 + record.len() + payload);
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(blake3::hash(&body).as_bytes());
-        out.extend_from_slice(&body);
+        out.extend_from_slice(checksum(&record).as_bytes());
+        out.extend_from_slice(&(record.len() as u64).to_le_bytes());
+        out.extend_from_slice(&record);
+        if payload > 0 {
+            out.resize(out.len().next_multiple_of(PAYLOAD_ALIGN), 0);
+        }
+        for page in self.image.iter().flat_map(StoredImage::payload) {
+            out.extend_from_slice(page);
+        }
         out
     }
 
-    /// An entry read back, checked.
+    /// An entry read back, checked (its pages are checked when decompressed).
     pub fn decode(bytes: &[u8]) -> Result<StoredSession, EntryError> {
+        Self::decode_shared(Bytes::copy_from_slice(bytes), None)
+    }
+
+    /// [`StoredSession::decode`], its image's pages handed out of `bytes` without a copy;
+    /// `bytes` are those of `file` if given (from which pages may then be mapped).
+    pub fn decode_shared(
+        bytes: Bytes,
+        file: Option<Arc<File>>,
+    ) -> Result<StoredSession, EntryError> {
         let rest = bytes.strip_prefix(MAGIC).ok_or(EntryError::NotAnEntry)?;
-        if rest.len() < 32 {
+        if rest.len() < 40 {
             return Err(EntryError::NotAnEntry);
         }
-        let (digest, body) = rest.split_at(32);
-        if blake3::hash(body).as_bytes().as_slice() != digest {
+        let (digest, rest) = rest.split_at(32);
+        let (len, rest) = rest.split_at(8);
+        let len = u64::from_le_bytes(len.try_into().expect("8 bytes"));
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&len| len <= rest.len())
+            .ok_or(EntryError::Checksum)?;
+        let (record, _) = rest.split_at(len);
+        if checksum(record).as_bytes().as_slice() != digest {
             return Err(EntryError::Checksum);
         }
-        let entry: StoredSession =
-            postcard::from_bytes(body).map_err(|e| EntryError::Malformed(e.to_string()))?;
+        let mut entry: StoredSession =
+            postcard::from_bytes(record).map_err(|e| EntryError::Malformed(e.to_string()))?;
+        let record_end = bytes.len() - rest.len() + len;
+        let payload_at = match &entry.image {
+            Some(image) if image.pages.iter().any(|p| !p.stored.is_empty()) => {
+                record_end.next_multiple_of(PAYLOAD_ALIGN)
+            }
+            _ => record_end,
+        };
+        if payload_at > bytes.len() {
+            return Err(EntryError::Malformed("its pages are missing".into()));
+        }
+        match &mut entry.image {
+            Some(image) => {
+                let file = file.map(|file| PayloadFile {
+                    file,
+                    offset: payload_at as u64,
+                });
+                image
+                    .attach_payload(bytes.slice(payload_at..), file)
+                    .map_err(|e| EntryError::Malformed(e.to_string()))?
+            }
+            None if record_end != bytes.len() => {
+                return Err(EntryError::Malformed(
+                    "it holds bytes past its record".into(),
+                ))
+            }
+            None => {}
+        }
         for file in entry.base.iter().chain(&entry.files) {
             safe_path(&file.path)?;
         }
@@ -130,6 +192,14 @@ impl StoredSession {
         }
         Ok(entry)
     }
+}
+
+/// The checksum of an entry's record: its length, then its bytes.
+fn checksum(record: &[u8]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&(record.len() as u64).to_le_bytes());
+    hasher.update(record);
+    hasher.finalize()
 }
 
 /// The digest a call's output is compared by.
@@ -295,6 +365,47 @@ mod tests {
     fn an_entry_reads_back_as_written() {
         let e = entry();
         assert_eq!(StoredSession::decode(&e.encode()).unwrap(), e);
+    }
+
+    #[test]
+    fn an_entry_with_pages_reads_back_and_a_changed_page_is_refused_when_decoded() {
+        use crate::state::{MemoryImage, SessionImage, Startup};
+        let mut memory = MemoryImage {
+            pages: 1,
+            ..MemoryImage::default()
+        };
+        memory.push(0, &[3u8; 4096]);
+        memory.push(8192, b"state");
+        let image = SessionImage {
+            plugin: crate::state::InstanceImage {
+                startup: Startup {
+                    pages: vec![1],
+                    resources: 0,
+                },
+                memories: vec![memory],
+                globals: vec![9],
+            },
+            residents: vec![],
+        };
+        let mut e = entry();
+        e.image = Some(StoredImage::encode(&image));
+        let bytes = e.encode();
+        let read = StoredSession::decode(&bytes).unwrap();
+        assert_eq!(read, e);
+        assert_eq!(read.image.unwrap().decode(u64::MAX).unwrap(), image);
+        // The pages follow the record: a byte changed there passes the record's checksum
+        // and is caught when its page is decompressed.
+        let mut changed = bytes.clone();
+        let last = changed.len() - 1;
+        changed[last] ^= 1;
+        let read = StoredSession::decode(&changed).unwrap();
+        assert!(read.image.unwrap().decode(u64::MAX).is_err());
+        let mut longer = bytes;
+        longer.push(0);
+        assert!(matches!(
+            StoredSession::decode(&longer),
+            Err(EntryError::Malformed(_))
+        ));
     }
 
     #[test]

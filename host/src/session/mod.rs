@@ -21,6 +21,7 @@ mod durable;
 pub mod entry;
 mod fork;
 mod history;
+mod mapped_entry;
 mod registry;
 // The module is named for the type it holds, as the folder's other files are.
 #[allow(clippy::module_inception)]

@@ -5,7 +5,7 @@
 use wasmtime::component::{Component, ComponentExportIndex, Instance, WasmList};
 use wasmtime::Store;
 
-use super::image::{InstanceImage, MemoryImage, Startup};
+use super::image::{ImageTail, InstanceImage, MemoryImage, Startup};
 use super::tail::{Placement, Tail};
 use super::written::{page_size, written_pages};
 use crate::componentize::state_access::STATE_INSTANCE;
@@ -262,9 +262,9 @@ impl StateAccess {
                             from,
                             size: bytes.len(),
                         };
-                        memory.tail = Some(tail.freeze(at).map_err(|e| {
+                        memory.tail = Some(ImageTail::Frozen(tail.freeze(at).map_err(|e| {
                             StateError::Call(format!("cannot freeze memory {m}'s tail: {e}"))
-                        })?);
+                        })?));
                         High::Written(tail.written_since_frozen(&bytes[from..]))
                     }
                     (Some(tail), Taking::Whole) => {
@@ -351,13 +351,23 @@ impl StateAccess {
                     });
                 }
             }
-            if let Some(frozen) = &memory.tail {
+            if let Some(image_tail) = &memory.tail {
                 let from = image.startup.pages[m] as usize * WASM_PAGE;
                 let at = self
                     .placement(store, instance, m, from)
                     .await?
                     .ok_or(StateError::Outside { memory: m })?;
-                let tail = Tail::copy_of(frozen, at)
+                let mapped = match image_tail {
+                    ImageTail::Frozen(frozen) => Tail::copy_of(frozen, at),
+                    ImageTail::Filled(file) => {
+                        let file = file.lock().unwrap_or_else(|e| e.into_inner()).take();
+                        let file = file.ok_or_else(|| {
+                            StateError::Call("the image's tail was restored once already".into())
+                        })?;
+                        Tail::adopt(file, at)
+                    }
+                };
+                let tail = mapped
                     .map_err(|e| StateError::Call(format!("cannot map memory {m}'s tail: {e}")))?;
                 if let Some(slot) = fresh.tails.get_mut(m) {
                     *slot = Some(tail);

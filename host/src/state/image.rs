@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tail::FrozenTail;
+use super::tail::{FrozenTail, TailFile};
+use std::sync::{Arc, Mutex};
 
 /// One linear memory, as far as it differs from a fresh instance's after start-up.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,12 +15,34 @@ pub struct MemoryImage {
     pub runs: Vec<(u32, u32)>,
     /// The runs' bytes, one after another.
     pub bytes: Vec<u8>,
-    /// For a copy made in memory (a fork): the source's tail, frozen, which the copy maps
-    /// before its runs are written (they then hold only what the source wrote since the
-    /// tail froze). Never stored: a stored image holds every changed byte in its runs.
+    /// What the memory's tail is mapped from before the runs are written over it (the
+    /// runs then hold only what is not in it). Never stored: a stored image holds every
+    /// changed byte in its runs.
     #[serde(skip)]
-    pub tail: Option<FrozenTail>,
+    pub tail: Option<ImageTail>,
 }
+
+/// The tail of a memory image, past its start-up size.
+#[derive(Debug, Clone)]
+pub enum ImageTail {
+    /// A fork's: the source's tail, frozen, which each copy maps privately.
+    Frozen(FrozenTail),
+    /// A stored image's, decompressed into a file of its own, which the one instance
+    /// restored from the image maps and writes through (taken by the first restore).
+    Filled(Arc<Mutex<Option<TailFile>>>),
+}
+
+impl PartialEq for ImageTail {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ImageTail::Frozen(a), ImageTail::Frozen(b)) => a == b,
+            (ImageTail::Filled(a), ImageTail::Filled(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ImageTail {}
 
 /// What an instance is right after its start-up (for a session: its instance made and
 /// the session opened): its memories' sizes in pages, and how many host resources its
@@ -90,7 +113,7 @@ impl InstanceImage {
 
 impl MemoryImage {
     /// Adds `bytes` at `offset`, joining the run before when it ends there.
-    pub(super) fn push(&mut self, offset: usize, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, offset: usize, bytes: &[u8]) {
         let (offset, len) = (offset as u32, bytes.len() as u32);
         match self.runs.last_mut() {
             Some((start, run)) if *start + *run == offset => *run += len,

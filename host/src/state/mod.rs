@@ -16,6 +16,6 @@ mod tail;
 mod written;
 
 pub use access::{LiveState, StateAccess, StateError, Taking};
-pub use image::{InstanceImage, MemoryImage, SessionImage, Startup};
-pub use stored::{ImageError, StoredImage};
-pub use tail::{FrozenTail, Placement, Tail};
+pub use image::{ImageTail, InstanceImage, MemoryImage, SessionImage, Startup};
+pub use stored::{ImageError, Payload, PayloadFile, StoredImage};
+pub use tail::{FrozenTail, Overlay, Placement, Tail, TailFile, Window};

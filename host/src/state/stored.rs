@@ -1,15 +1,24 @@
 //! A session image as the session store keeps it: each memory's changed bytes cut into
 //! 64 KiB pages, each distinct page kept once, named by its BLAKE3 hash and compressed
-//! with zstd. Reading one back checks the shape against the memories it describes and every
-//! page against its name before anything is handed out: a stored image is data from a
-//! shared directory, never trusted.
+//! with zstd (or kept as it is where zstd saves too little to pay for decompressing it:
+//! random floats). The pages' stored bytes are the image's [`Payload`], which an entry
+//! keeps apart from its record (`session/entry.rs`), so a read entry hands them out
+//! without copying. Reading one back checks the shape against the memories it describes
+//! and every page against its name: a stored image is data from a shared directory,
+//! never trusted. Each memory's tail (past its start-up size) is decompressed straight
+//! into a memory file the restored instance then maps (`tail.rs`).
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::image::{InstanceImage, MemoryImage, SessionImage, Startup};
+use super::image::{ImageTail, InstanceImage, MemoryImage, SessionImage, Startup};
+use super::tail::{Overlay, TailFile};
+use super::written::page_size;
 
 /// The unit pages are cut, named and compressed in: a WebAssembly page.
 const PAGE: usize = 64 * 1024;
@@ -17,6 +26,10 @@ const PAGE: usize = 64 * 1024;
 /// zstd's fast end: an image is stored each time a session hibernates, and much of a
 /// numeric session's memory (floats) hardly compresses at any level.
 const LEVEL: i32 = -1;
+
+/// A page is kept as it is unless zstd makes it at least this much smaller (in 1/8ths
+/// saved): decompressing costs more than reading the bytes saved.
+const WORTH_COMPRESSING_EIGHTHS: usize = 1;
 
 /// Why a stored image cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -31,14 +44,38 @@ pub enum ImageError {
     TooLarge { mib: u64, limit_mib: u64 },
 }
 
+/// Past this many overlays a memory's stored pages are copied rather than mapped (each
+/// overlay is a mapping of its own, and a process has a bounded number).
+const MAX_OVERLAYS: usize = 4096;
+
 /// A [`SessionImage`], stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredImage {
-    /// The distinct pages of every memory.
+    /// The distinct pages of every memory: those kept as they are first, so that they lie
+    /// page-aligned in an entry's file.
     pub pages: Vec<StoredPage>,
     /// The plugin's instance, then each resident's.
     pub instances: Vec<StoredInstance>,
+    /// The file its payload was read from, if it was: pages kept as they are are mapped
+    /// from it rather than copied.
+    #[serde(skip)]
+    pub file: Option<PayloadFile>,
 }
+
+/// A file holding an image's payload from `offset` on.
+#[derive(Debug, Clone)]
+pub struct PayloadFile {
+    pub file: Arc<File>,
+    pub offset: u64,
+}
+
+impl PartialEq for PayloadFile {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.file, &other.file) && self.offset == other.offset
+    }
+}
+
+impl Eq for PayloadFile {}
 
 /// One distinct page of changed bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,8 +84,65 @@ pub struct StoredPage {
     pub blake3: [u8; 32],
     /// Its length before compression (a memory's last page may be short).
     pub len: u32,
-    #[serde(with = "serde_bytes")]
-    pub zstd: Vec<u8>,
+    /// Whether it is kept as it is rather than compressed.
+    pub raw: bool,
+    /// Its stored bytes (zstd, or as it is).
+    pub stored: Payload,
+}
+
+/// A page's stored bytes. In an entry's record only their length is written; the bytes
+/// follow the record (`StoredImage::payload`, `StoredImage::attach_payload`). Equal when
+/// their bytes are, wherever they lie.
+#[derive(Debug, Clone, Default)]
+pub struct Payload {
+    len: u32,
+    bytes: Bytes,
+    /// Where they lie in the image's payload (once attached).
+    at: u64,
+}
+
+impl Payload {
+    pub fn new(bytes: impl Into<Bytes>) -> Payload {
+        let bytes = bytes.into();
+        Payload {
+            len: bytes.len() as u32,
+            bytes,
+            at: 0,
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Whether it holds no bytes (by its stated length, once read from a record).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.bytes == other.bytes
+    }
+}
+
+impl Eq for Payload {}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u32(self.bytes.len() as u32)
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Payload {
+            len: u32::deserialize(deserializer)?,
+            bytes: Bytes::new(),
+            at: 0,
+        })
+    }
 }
 
 /// An [`InstanceImage`] whose memories' bytes are pages of the [`StoredImage`].
@@ -58,6 +152,26 @@ pub struct StoredInstance {
     pub globals: Vec<u64>,
     pub memories: Vec<StoredMemory>,
 }
+
+/// Where a piece of a memory's packed run bytes goes: at `at` in the image's bytes, or
+/// (`tail`) in its tail file.
+struct Place {
+    packed: usize,
+    len: usize,
+    tail: bool,
+    at: usize,
+}
+
+/// The two places a memory's pages are written to at once, from many threads: the image's
+/// bytes and its tail's window, both alive until every page is placed. Each page is
+/// written to the pieces of runs its packed bytes cover, and no two pages cover the same.
+struct Targets {
+    low: *mut u8,
+    tail: *mut u8,
+}
+
+// SAFETY: see above: writers write apart.
+unsafe impl Sync for Targets {}
 
 /// A [`MemoryImage`] whose bytes are `contents`, pages by their index, one after another.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,15 +213,43 @@ impl StoredImage {
                 memories,
             });
         }
-        let pages = distinct
+        let pages: Vec<StoredPage> = distinct
             .par_iter()
-            .map(|(name, page)| StoredPage {
-                blake3: *name,
-                len: page.len() as u32,
-                zstd: zstd::bulk::compress(page, LEVEL).expect("zstd compresses a page in memory"),
+            .map(|(name, page)| {
+                let zstd =
+                    zstd::bulk::compress(page, LEVEL).expect("zstd compresses a page in memory");
+                let raw = zstd.len() * 8 > page.len() * (8 - WORTH_COMPRESSING_EIGHTHS);
+                StoredPage {
+                    blake3: *name,
+                    len: page.len() as u32,
+                    raw,
+                    stored: Payload::new(if raw { page.to_vec() } else { zstd }),
+                }
             })
             .collect();
-        StoredImage { pages, instances }
+        // Those kept as they are first (a stable order), and every memory's contents
+        // renumbered to match.
+        let mut order: Vec<usize> = (0..pages.len()).collect();
+        order.sort_by_key(|&n| !pages[n].raw);
+        let mut renumbered = vec![0u32; pages.len()];
+        for (new, &old) in order.iter().enumerate() {
+            renumbered[old] = new as u32;
+        }
+        for memory in instances.iter_mut().flat_map(|i| &mut i.memories) {
+            for n in &mut memory.contents {
+                *n = renumbered[*n as usize];
+            }
+        }
+        let mut pages: Vec<Option<StoredPage>> = pages.into_iter().map(Some).collect();
+        let pages = order
+            .iter()
+            .map(|&n| pages[n].take().expect("each once"))
+            .collect();
+        StoredImage {
+            pages,
+            instances,
+            file: None,
+        }
     }
 
     /// What instances restored from it hold in their memories, in bytes.
@@ -119,9 +261,40 @@ impl StoredImage {
             .sum()
     }
 
-    /// Its compressed pages, in bytes: what it adds to a stored session.
+    /// Its stored pages, in bytes: what it adds to a stored session.
     pub fn stored_bytes(&self) -> u64 {
-        self.pages.iter().map(|p| p.zstd.len() as u64).sum()
+        self.pages.iter().map(|p| p.stored.bytes.len() as u64).sum()
+    }
+
+    /// Every page's stored bytes, one after another: what an entry writes after its record.
+    pub fn payload(&self) -> impl Iterator<Item = &[u8]> {
+        self.pages.iter().map(|p| p.stored.as_slice())
+    }
+
+    /// Gives each page, read from a record (which holds only their lengths), its bytes out
+    /// of `payload`, which must hold exactly them, and was read from `file` if given.
+    pub fn attach_payload(
+        &mut self,
+        payload: Bytes,
+        file: Option<PayloadFile>,
+    ) -> Result<(), ImageError> {
+        let mut at = 0usize;
+        for page in &mut self.pages {
+            let end = at + page.stored.len as usize;
+            if end > payload.len() {
+                return Err(ImageError::Malformed("its pages run past the entry".into()));
+            }
+            page.stored.bytes = payload.slice(at..end);
+            page.stored.at = at as u64;
+            at = end;
+        }
+        self.file = file;
+        if at != payload.len() {
+            return Err(ImageError::Malformed(
+                "the entry holds bytes past its pages".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The image again, once its shape and every page check out, for instances that may
@@ -138,13 +311,11 @@ impl StoredImage {
         let mut instances = Vec::with_capacity(self.instances.len());
         for instance in &self.instances {
             let mut memories = Vec::with_capacity(instance.memories.len());
-            for memory in &instance.memories {
-                memories.push(MemoryImage {
-                    pages: memory.pages,
-                    runs: memory.runs.clone(),
-                    bytes: self.unpack(&memory.contents)?,
-                    tail: None,
-                });
+            for (m, memory) in instance.memories.iter().enumerate() {
+                // Past its start-up size a memory is its session's own: that part goes
+                // into a file of its own (where the host can make one).
+                let from = instance.startup.pages.get(m).map(|&p| p as usize * PAGE);
+                memories.push(self.unpack(memory, from)?);
             }
             instances.push(InstanceImage {
                 startup: instance.startup.clone(),
@@ -162,34 +333,230 @@ impl StoredImage {
         })
     }
 
-    /// The bytes of `contents` (pages by index, shape checked), each page decompressed
-    /// straight into its place and checked against its name there.
-    fn unpack(&self, contents: &[u32]) -> Result<Vec<u8>, ImageError> {
-        let len: usize = contents
+    /// `memory` (shape checked) with its pages decompressed, each straight into its
+    /// place and checked against its name there: the runs before `from` into the image's
+    /// bytes, those past it into a tail file.
+    fn unpack(
+        &self,
+        memory: &StoredMemory,
+        from: Option<usize>,
+    ) -> Result<MemoryImage, ImageError> {
+        let size = memory.pages as usize * PAGE;
+        let tail_runs = from.filter(|&from| {
+            memory
+                .runs
+                .iter()
+                .any(|&(offset, len)| offset as usize + len as usize > from)
+        });
+        let tail = tail_runs.and_then(|from| {
+            let file = TailFile::new(from).ok()?;
+            let window = file.window(size - from).ok()?;
+            Some((from, file, window))
+        });
+        let split = tail.as_ref().map_or(usize::MAX, |(from, ..)| *from);
+        // The runs, cut at the tail, each with where its bytes go.
+        let mut runs = Vec::new();
+        let mut low_len = 0usize;
+        let mut places = Vec::new(); // (place in the packed bytes, length, low or tail, at)
+        let mut packed = 0usize;
+        for &(offset, len) in &memory.runs {
+            let (offset, len) = (offset as usize, len as usize);
+            let low = len.min(split.saturating_sub(offset));
+            if low > 0 {
+                runs.push((offset as u32, low as u32));
+                places.push(Place {
+                    packed,
+                    len: low,
+                    tail: false,
+                    at: low_len,
+                });
+                low_len += low;
+            }
+            if low < len {
+                let start = offset + low;
+                places.push(Place {
+                    packed: packed + low,
+                    len: len - low,
+                    tail: true,
+                    at: start - split,
+                });
+            }
+            packed += len;
+        }
+        let mut bytes = vec![0u8; low_len];
+        let targets = Targets {
+            low: bytes.as_mut_ptr(),
+            tail: tail
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |(_, _, w)| w.as_mut_ptr()),
+        };
+        let offsets: Vec<usize> = memory
+            .contents
             .iter()
-            .map(|&n| self.pages[n as usize].len as usize)
-            .sum();
-        let mut bytes = vec![0u8; len];
-        bytes
-            .par_chunks_mut(PAGE)
-            .zip(contents.par_iter())
-            .try_for_each(|(place, &n)| {
-                let page = &self.pages[n as usize];
-                let n = n as usize;
-                let written = zstd::bulk::decompress_to_buffer(&page.zstd, place)
-                    .map_err(|e| ImageError::Decompress(n, e.to_string()))?;
-                if written != place.len() || written != page.len as usize {
-                    return Err(ImageError::Decompress(
-                        n,
-                        "it is not its stated length".into(),
-                    ));
+            .scan(0usize, |at, &n| {
+                let here = *at;
+                *at += self.pages[n as usize].len as usize;
+                Some(here)
+            })
+            .collect();
+        let pieces_of = |start: usize, len: usize| {
+            let first = places.partition_point(|p| p.packed + p.len <= start);
+            let last = first + places[first..].partition_point(|p| p.packed < start + len);
+            &places[first..last]
+        };
+        // Which pieces are mapped from the entry's file rather than copied: planned from
+        // the record alone, before any page is read.
+        let mut overlays = Vec::new();
+        for (&n, &start) in memory.contents.iter().zip(&offsets) {
+            let len = self.pages[n as usize].len as usize;
+            for piece in pieces_of(start, len) {
+                if let Some(overlay) = self.overlay(n as usize, start, piece) {
+                    match overlays.last_mut() {
+                        Some(Overlay {
+                            offset, at, len, ..
+                        }) if *at + *len == overlay.at
+                            && *offset + *len as u64 == overlay.offset =>
+                        {
+                            *len += overlay.len
+                        }
+                        _ => overlays.push(overlay),
+                    }
                 }
-                if *blake3::hash(place).as_bytes() != page.blake3 {
-                    return Err(ImageError::Tampered(n));
-                }
-                Ok(())
+            }
+        }
+        overlays.sort_by_key(|o| o.at);
+        let mapping = tail.is_some() && overlays.len() <= MAX_OVERLAYS;
+        memory
+            .contents
+            .par_iter()
+            .zip(offsets.par_iter())
+            .try_for_each_init(Vec::new, |scratch, (&n, &start)| {
+                let len = self.pages[n as usize].len as usize;
+                let pieces = pieces_of(start, len);
+                self.place_page(n as usize, start, pieces, &targets, scratch, mapping)
             })?;
-        Ok(bytes)
+        Ok(MemoryImage {
+            pages: memory.pages,
+            runs,
+            bytes,
+            tail: tail.map(|(_, mut file, window)| {
+                drop(window);
+                if mapping {
+                    file.set_overlays(overlays);
+                }
+                ImageTail::Filled(Arc::new(Mutex::new(Some(file))))
+            }),
+        })
+    }
+
+    /// The overlay that maps `piece` of page `n` (the packed bytes from `start`) from the
+    /// entry's file: only for a page kept as it is, in a memory's tail, page-aligned in the
+    /// file and in memory.
+    fn overlay(&self, n: usize, start: usize, piece: &Place) -> Option<Overlay> {
+        let page = &self.pages[n];
+        let file = self.file.as_ref()?;
+        if !page.raw || !piece.tail {
+            return None;
+        }
+        let lo = piece.packed.max(start);
+        let hi = (piece.packed + piece.len).min(start + page.len as usize);
+        let at = piece.at + (lo - piece.packed);
+        let offset = file.offset + page.stored.at + (lo - start) as u64;
+        let host = page_size();
+        (at.is_multiple_of(host)
+            && (hi - lo).is_multiple_of(host)
+            && offset.is_multiple_of(host as u64))
+        .then(|| Overlay {
+            file: file.file.clone(),
+            offset,
+            at,
+            len: hi - lo,
+        })
+    }
+
+    /// Decompresses page `n` (the packed bytes from `start`) into the `pieces` it lies
+    /// over, checking it against its name. A page that lies over one piece goes straight
+    /// into it; one over several goes through `scratch`. With `mapping`, the pieces
+    /// [`StoredImage::overlay`] maps are only checked, not copied.
+    fn place_page(
+        &self,
+        n: usize,
+        start: usize,
+        pieces: &[Place],
+        targets: &Targets,
+        scratch: &mut Vec<u8>,
+        mapping: bool,
+    ) -> Result<(), ImageError> {
+        let page = &self.pages[n];
+        let len = page.len as usize;
+        let at = |piece: &Place, lo: usize| {
+            let base = if piece.tail {
+                targets.tail
+            } else {
+                targets.low
+            };
+            // SAFETY: see `Targets`: a part of one of them no other page covers.
+            unsafe { base.add(piece.at + (lo - piece.packed)) }
+        };
+        let mapped = |piece: &Place| mapping && self.overlay(n, start, piece).is_some();
+        let source: &[u8] = if page.raw && pieces.iter().any(mapped) {
+            // Read from the entry where it lies (and mapped from there after).
+            if page.stored.bytes.len() != len {
+                return Err(ImageError::Decompress(
+                    n,
+                    "it is not its stated length".into(),
+                ));
+            }
+            if *blake3::hash(&page.stored.bytes).as_bytes() != page.blake3 {
+                return Err(ImageError::Tampered(n));
+            }
+            &page.stored.bytes
+        } else {
+            if let [piece] = pieces {
+                if piece.packed <= start && start + len <= piece.packed + piece.len {
+                    // SAFETY: as above; the page's bytes lie inside the piece.
+                    let place = unsafe { std::slice::from_raw_parts_mut(at(piece, start), len) };
+                    return self.unpack_page(n, place);
+                }
+            }
+            scratch.resize(len, 0);
+            self.unpack_page(n, scratch)?;
+            scratch
+        };
+        for piece in pieces.iter().filter(|p| !mapped(p)) {
+            let lo = piece.packed.max(start);
+            let hi = (piece.packed + piece.len).min(start + len);
+            // SAFETY: as above.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    source.as_ptr().add(lo - start),
+                    at(piece, lo),
+                    hi - lo,
+                )
+            };
+        }
+        Ok(())
+    }
+
+    /// Page `n`'s bytes into `place` (its length), checked against its name.
+    fn unpack_page(&self, n: usize, place: &mut [u8]) -> Result<(), ImageError> {
+        let page = &self.pages[n];
+        let stated = |ok: bool| {
+            ok.then_some(())
+                .ok_or_else(|| ImageError::Decompress(n, "it is not its stated length".into()))
+        };
+        if page.raw {
+            stated(page.stored.bytes.len() == place.len())?;
+            place.copy_from_slice(&page.stored.bytes);
+        } else {
+            let written = zstd::bulk::decompress_to_buffer(&page.stored.bytes, place)
+                .map_err(|e| ImageError::Decompress(n, e.to_string()))?;
+            stated(written == place.len())?;
+        }
+        if *blake3::hash(place).as_bytes() != page.blake3 {
+            return Err(ImageError::Tampered(n));
+        }
+        Ok(())
     }
 
     /// Every memory's runs lie inside it, in order, and are exactly as long as its pages;
@@ -242,7 +609,8 @@ impl StoredImage {
 mod tests {
     use super::*;
 
-    fn image() -> SessionImage {
+    /// An image whose memory started at `startup_pages` (its tail past them).
+    fn image_from(startup_pages: u32) -> SessionImage {
         let mut memory = MemoryImage {
             pages: 4,
             ..MemoryImage::default()
@@ -253,7 +621,7 @@ mod tests {
         memory.push(3 * PAGE, b"tail");
         let instance = InstanceImage {
             startup: Startup {
-                pages: vec![2],
+                pages: vec![startup_pages],
                 resources: 3,
             },
             memories: vec![memory],
@@ -263,6 +631,194 @@ mod tests {
             plugin: instance.clone(),
             residents: vec![instance],
         }
+    }
+
+    /// An image with no tail: it comes back as it was.
+    fn image() -> SessionImage {
+        image_from(4)
+    }
+
+    /// `stored`'s pages given their bytes again through the payload, as an entry does.
+    fn through_payload(stored: &StoredImage) -> StoredImage {
+        let payload: Vec<u8> = stored.payload().flatten().copied().collect();
+        let record = postcard::to_stdvec(stored).unwrap();
+        let mut read: StoredImage = postcard::from_bytes(&record).unwrap();
+        read.attach_payload(Bytes::from(payload), None).unwrap();
+        read
+    }
+
+    #[test]
+    fn the_payload_goes_apart_from_the_record_and_back_exactly() {
+        let stored = StoredImage::encode(&image());
+        let read = through_payload(&stored);
+        assert_eq!(read, stored);
+        let mut short =
+            postcard::from_bytes::<StoredImage>(&postcard::to_stdvec(&stored).unwrap()).unwrap();
+        let payload: Vec<u8> = stored.payload().flatten().copied().collect();
+        assert!(short
+            .attach_payload(Bytes::from(payload[1..].to_vec()), None)
+            .is_err());
+        assert!(short
+            .attach_payload(Bytes::from([payload.clone(), vec![0]].concat()), None)
+            .is_err());
+    }
+
+    #[test]
+    fn a_tail_comes_back_in_its_own_file() {
+        let image = image_from(2);
+        let decoded = StoredImage::encode(&image).decode(u64::MAX).unwrap();
+        let memory = &decoded.plugin.memories[0];
+        // The two pages before the tail stay in the image; the four bytes past it are
+        // in the file, at their place.
+        assert_eq!(memory.runs, [(0, 2 * PAGE as u32)]);
+        assert_eq!(memory.bytes, vec![7u8; 2 * PAGE]);
+        let Some(ImageTail::Filled(file)) = &memory.tail else {
+            panic!("no tail file: {:?}", memory.tail);
+        };
+        let file = file.lock().unwrap().take().unwrap();
+        let window = file.window(2 * PAGE).unwrap();
+        let tail = unsafe { std::slice::from_raw_parts(window.as_mut_ptr(), 2 * PAGE) };
+        assert_eq!(&tail[PAGE..PAGE + 5], b"tail\0");
+        assert!(tail[..PAGE].iter().all(|b| *b == 0));
+    }
+
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pages_kept_as_they_are_in_a_tail_are_mapped_from_the_entrys_file() {
+        use crate::state::tail::{Placement, Tail, SPAN};
+        use rustix::mm::{mmap_anonymous, mprotect, munmap, MapFlags, MprotectFlags, ProtFlags};
+        // A memory that started at one page and grew to four: two pages of noise (kept
+        // as they are) and one of sevens (compressed) past its start.
+        let mut memory = MemoryImage {
+            pages: 4,
+            ..MemoryImage::default()
+        };
+        let (a, b) = (noise(PAGE, 1), noise(PAGE, 2));
+        memory.push(PAGE, &a);
+        memory.push(2 * PAGE, &b);
+        memory.push(3 * PAGE, &vec![7u8; PAGE]);
+        let image = SessionImage {
+            plugin: InstanceImage {
+                startup: Startup {
+                    pages: vec![1],
+                    resources: 0,
+                },
+                memories: vec![memory],
+                globals: vec![],
+            },
+            residents: vec![],
+        };
+        let stored = StoredImage::encode(&image);
+        assert!(stored.pages[0].raw && stored.pages[1].raw && !stored.pages[2].raw);
+        // Its payload in a file, from 4096 on, as an entry has it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        let payload: Vec<u8> = stored.payload().flatten().copied().collect();
+        std::fs::write(&path, [vec![0u8; 4096], payload.clone()].concat()).unwrap();
+        let record = postcard::to_stdvec(&stored).unwrap();
+        let mut read: StoredImage = postcard::from_bytes(&record).unwrap();
+        let file = PayloadFile {
+            file: Arc::new(File::open(&path).unwrap()),
+            offset: 4096,
+        };
+        read.attach_payload(Bytes::from(payload), Some(file))
+            .unwrap();
+        let decoded = read.decode(u64::MAX).unwrap();
+        let Some(ImageTail::Filled(tail)) = &decoded.plugin.memories[0].tail else {
+            panic!("no tail");
+        };
+        let tail = tail.lock().unwrap().take().unwrap();
+        // Into a memory reserved as wasmtime reserves one.
+        let base = unsafe {
+            mmap_anonymous(
+                std::ptr::null_mut(),
+                SPAN,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }
+        .unwrap()
+        .cast::<u8>();
+        unsafe {
+            mprotect(
+                base.cast(),
+                4 * PAGE,
+                MprotectFlags::READ | MprotectFlags::WRITE,
+            )
+        }
+        .unwrap();
+        let at = Placement {
+            base: base as usize,
+            from: PAGE,
+            size: 4 * PAGE,
+        };
+        let adopted = Tail::adopt(tail, at).unwrap();
+        let bytes = unsafe { std::slice::from_raw_parts_mut(base, 4 * PAGE) };
+        assert_eq!(&bytes[PAGE..2 * PAGE], &a[..]);
+        assert_eq!(&bytes[2 * PAGE..3 * PAGE], &b[..]);
+        assert!(bytes[3 * PAGE..].iter().all(|x| *x == 7));
+        // Written over, privately: the entry's file keeps its bytes.
+        bytes[PAGE] ^= 0xff;
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(&on_disk[4096..4096 + PAGE], &a[..]);
+        let holding = adopted.holding_data(&bytes[PAGE..]);
+        assert!(
+            holding.iter().all(|h| *h),
+            "every page past the start holds data"
+        );
+        unsafe { munmap(base.cast(), SPAN) }.unwrap();
+        // A changed page in the file is refused before anything is mapped.
+        let mut changed = on_disk;
+        changed[4096 + 10] ^= 1;
+        std::fs::write(&path, &changed).unwrap();
+        let mut read: StoredImage = postcard::from_bytes(&record).unwrap();
+        let file = PayloadFile {
+            file: Arc::new(File::open(&path).unwrap()),
+            offset: 4096,
+        };
+        read.attach_payload(Bytes::from(changed[4096..].to_vec()), Some(file))
+            .unwrap();
+        assert!(matches!(
+            read.decode(u64::MAX),
+            Err(ImageError::Tampered(0))
+        ));
+    }
+
+    #[test]
+    fn random_bytes_are_kept_as_they_are() {
+        let mut memory = MemoryImage {
+            pages: 1,
+            ..MemoryImage::default()
+        };
+        let noise = noise(PAGE, 0x9e3779b97f4a7c15);
+        memory.push(0, &noise);
+        let image = SessionImage {
+            plugin: InstanceImage {
+                startup: Startup {
+                    pages: vec![1],
+                    resources: 0,
+                },
+                memories: vec![memory],
+                globals: vec![],
+            },
+            residents: vec![],
+        };
+        let stored = StoredImage::encode(&image);
+        assert!(stored.pages[0].raw);
+        assert_eq!(stored.decode(u64::MAX).unwrap(), image);
+        let sevens = StoredImage::encode(&image_from(4));
+        assert!(sevens.pages.iter().any(|p| !p.raw), "sevens compress");
     }
 
     #[test]
@@ -283,14 +839,21 @@ mod tests {
     fn a_changed_page_is_refused() {
         let mut stored = StoredImage::encode(&image());
         // Another page of the same length, compressed: only its name tells.
-        stored.pages[0].zstd = zstd::bulk::compress(&vec![8u8; PAGE], LEVEL).unwrap();
+        let sevens = stored.pages.iter().position(|p| !p.raw).unwrap();
+        stored.pages[sevens].stored =
+            Payload::new(zstd::bulk::compress(&vec![8u8; PAGE], LEVEL).unwrap());
         assert!(matches!(
             stored.decode(u64::MAX),
-            Err(ImageError::Tampered(0))
+            Err(ImageError::Tampered(n)) if n == sevens
         ));
-        let mut stored = StoredImage::encode(&image());
-        stored.pages[1].zstd[0] ^= 0xff;
-        assert!(stored.decode(u64::MAX).is_err());
+        // A byte changed in a compressed page, and in one kept as it is.
+        for n in 0..2 {
+            let mut stored = StoredImage::encode(&image());
+            let mut changed = stored.pages[n].stored.as_slice().to_vec();
+            changed[0] ^= 0xff;
+            stored.pages[n].stored = Payload::new(changed);
+            assert!(stored.decode(u64::MAX).is_err(), "page {n}");
+        }
     }
 
     #[test]
