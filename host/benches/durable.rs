@@ -38,23 +38,7 @@ const DF_OUT: &str = "104857600 (1310720, 10)\n";
 fn main() {
     let rounds = common::rounds(5);
     let store = tempfile::tempdir().expect("a temporary directory");
-    let options = RunboxOptions {
-        only: ["python", "quickjs", "ruby", "javascript"]
-            .map(String::from)
-            .to_vec(),
-        compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
-        session_store: Some(StoreSettings {
-            dir: store.path().to_path_buf(),
-            max_entries: DEFAULT_MAX_STORED,
-            ttl: DEFAULT_STORED_TTL,
-            max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
-        }),
-        // Stored only when the bench says so.
-        session_hibernate_after: Duration::from_secs(3600),
-        max_sessions: 64,
-        server_memory_bytes: 12 << 30,
-        ..RunboxOptions::default()
-    };
+    let options = options_on(store.path());
     let runbox = common::load_with(Manifest::builtin().expect("built-in plugins.toml"), options);
     let rt = tokio::runtime::Runtime::new().expect("a runtime");
     rt.block_on(async {
@@ -102,9 +86,48 @@ fn main() {
             call(&runbox, &id, make).await;
             stored_and_resumed(&runbox, store.path(), rounds, &id, &format!("{runtime}, one variable"), check, expected).await;
         }
+        // Another server on the same store (as after a restart, or on another replica)
+        // resumes what this one stored, and the other way round.
+        let other = common::load_with(
+            Manifest::builtin().expect("built-in plugins.toml"),
+            options_on(store.path()),
+        );
+        let mut moved = Vec::new();
+        for round in 0..rounds {
+            let (from, to) = if round % 2 == 0 { (&runbox, &other) } else { (&other, &runbox) };
+            assert!(from.sessions().hibernate(&python), "stored");
+            let t = Instant::now();
+            assert_eq!(call(to, &python, CHECK_DF).await, DF_OUT);
+            moved.push(t.elapsed());
+        }
+        println!();
+        println!("| python, 100 MB DataFrame, stored by one server | resume + call in another (median) |");
+        println!("| --- | ---: |");
+        println!("| (as after a restart, or a move to another replica) | {:.0} ms |", ms(median(&mut moved)));
         forks_through_mcp(rounds).await;
 
     });
+}
+
+/// The bench's servers: python, quickjs, ruby and javascript, a session store in `store`.
+fn options_on(store: &std::path::Path) -> RunboxOptions {
+    RunboxOptions {
+        only: ["python", "quickjs", "ruby", "javascript"]
+            .map(String::from)
+            .to_vec(),
+        compiler_exe: Some(env!("CARGO_BIN_EXE_runbox").into()),
+        session_store: Some(StoreSettings {
+            dir: store.to_path_buf(),
+            max_entries: DEFAULT_MAX_STORED,
+            ttl: DEFAULT_STORED_TTL,
+            max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
+        }),
+        // Stored only when the bench says so.
+        session_hibernate_after: Duration::from_secs(3600),
+        max_sessions: 64,
+        server_memory_bytes: 12 << 30,
+        ..RunboxOptions::default()
+    }
 }
 
 /// The python forks of the first table, through MCP.
