@@ -13,6 +13,7 @@ mod access;
 mod image;
 mod stored;
 mod tail;
+mod unpack;
 mod written;
 
 pub use access::{LiveState, StateAccess, StateError, Taking};
