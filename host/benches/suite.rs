@@ -2,7 +2,8 @@
 //!
 //! `cargo bench --bench suite` runs every section; `cargo bench --bench suite -- hello
 //! python` only those (sections: hello, python, cpu, pycpu, throughput, session,
-//! prestart, memory, cold), and `ROUNDS=N` sets the rounds. It prints markdown tables (what
+//! prestart, memory, cold), `ROUNDS=N` sets the rounds, and `RUNTIMES=a,b` limits the hello
+//! section to those runtimes (for profiling one). It prints markdown tables (what
 //! `bench/RESULTS.md` is made from). MCP numbers are client round trips through the real
 //! binary (`runbox mcp` over stdio, rmcp's client); in-process numbers call the library.
 //! Native programs (python3, gcc, g++, node) are run beside when installed. Runtimes come
@@ -178,7 +179,17 @@ fn rounds_for(runtime: &str, rounds: usize) -> usize {
 
 /// Hello world, in-process and through MCP.
 async fn hello(rounds: usize) {
-    let names: Vec<&str> = HELLO.iter().map(|(n, _)| *n).collect();
+    let wanted = std::env::var("RUNTIMES").ok();
+    let chosen: Vec<(&str, &str)> = HELLO
+        .iter()
+        .copied()
+        .filter(|(n, _)| {
+            wanted
+                .as_deref()
+                .is_none_or(|w| w.split(',').any(|x| x == *n))
+        })
+        .collect();
+    let names: Vec<&str> = chosen.iter().map(|(n, _)| *n).collect();
     let runbox = tokio::task::spawn_blocking(move || load(&names))
         .await
         .unwrap();
@@ -193,7 +204,7 @@ async fn hello(rounds: usize) {
             "p95",
         ],
     );
-    for (runtime, code) in HELLO {
+    for &(runtime, code) in &chosen {
         let n = rounds_for(runtime, rounds);
         let inproc = time(n, || {
             run_in_process(&runbox, runtime, code, "hello, world\n")

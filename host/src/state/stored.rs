@@ -444,6 +444,67 @@ mod tests {
             .collect()
     }
 
+    /// `stored` read back as from an entry's file (`entry` in the directory given back),
+    /// its payload from 4096 on.
+    fn read_from_a_file(stored: &StoredImage) -> (tempfile::TempDir, StoredImage) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        let payload: Vec<u8> = stored.payload().flatten().copied().collect();
+        std::fs::write(&path, [vec![0u8; 4096], payload.clone()].concat()).unwrap();
+        let record = postcard::to_stdvec(stored).unwrap();
+        let mut read: StoredImage = postcard::from_bytes(&record).unwrap();
+        let file = PayloadFile {
+            file: Arc::new(File::open(&path).unwrap()),
+            offset: 4096,
+        };
+        read.attach_payload(Bytes::from(payload), Some(file))
+            .unwrap();
+        (dir, read)
+    }
+
+    #[test]
+    fn scattered_pages_are_copied_into_the_tail_rather_than_mapped_one_by_one() {
+        // Past its start, pages of noise between pages of sevens: each noise page would
+        // be an overlay of its own.
+        let mut memory = MemoryImage {
+            pages: 201,
+            ..MemoryImage::default()
+        };
+        for p in 0..100 {
+            memory.push((1 + 2 * p) * PAGE, &noise(PAGE, p as u64 + 1));
+            memory.push((2 + 2 * p) * PAGE, &vec![7u8; PAGE]);
+        }
+        let image = SessionImage {
+            plugin: InstanceImage {
+                startup: Startup {
+                    pages: vec![1],
+                    resources: 0,
+                },
+                memories: vec![memory],
+                globals: vec![],
+            },
+            residents: vec![],
+        };
+        let (_dir, read) = read_from_a_file(&StoredImage::encode(&image));
+        let decoded = read.decode(u64::MAX).unwrap();
+        let Some(ImageTail::Filled(tail)) = &decoded.plugin.memories[0].tail else {
+            panic!("no tail");
+        };
+        let file = tail.lock().unwrap().take().unwrap();
+        assert_eq!(file.overlay_count(), 0, "copied, not mapped");
+        let window = file.window(200 * PAGE).unwrap();
+        let tail = unsafe { std::slice::from_raw_parts(window.as_mut_ptr(), 200 * PAGE) };
+        for p in 0..100 {
+            assert_eq!(
+                &tail[2 * p * PAGE..(2 * p + 1) * PAGE],
+                &noise(PAGE, p as u64 + 1)[..]
+            );
+            assert!(tail[(2 * p + 1) * PAGE..(2 * p + 2) * PAGE]
+                .iter()
+                .all(|b| *b == 7));
+        }
+    }
+
     #[test]
     fn pages_kept_as_they_are_in_a_tail_are_mapped_from_the_entrys_file() {
         use crate::state::tail::{Placement, Tail, SPAN};
@@ -471,24 +532,15 @@ mod tests {
         };
         let stored = StoredImage::encode(&image);
         assert!(stored.pages[0].raw && stored.pages[1].raw && !stored.pages[2].raw);
-        // Its payload in a file, from 4096 on, as an entry has it.
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, read) = read_from_a_file(&stored);
         let path = dir.path().join("entry");
-        let payload: Vec<u8> = stored.payload().flatten().copied().collect();
-        std::fs::write(&path, [vec![0u8; 4096], payload.clone()].concat()).unwrap();
         let record = postcard::to_stdvec(&stored).unwrap();
-        let mut read: StoredImage = postcard::from_bytes(&record).unwrap();
-        let file = PayloadFile {
-            file: Arc::new(File::open(&path).unwrap()),
-            offset: 4096,
-        };
-        read.attach_payload(Bytes::from(payload), Some(file))
-            .unwrap();
         let decoded = read.decode(u64::MAX).unwrap();
         let Some(ImageTail::Filled(tail)) = &decoded.plugin.memories[0].tail else {
             panic!("no tail");
         };
         let tail = tail.lock().unwrap().take().unwrap();
+        assert_eq!(tail.overlay_count(), 1, "the two noise pages, one mapping");
         // Into a memory reserved as wasmtime reserves one.
         let base = unsafe {
             mmap_anonymous(

@@ -126,6 +126,11 @@ impl TailFile {
         })
     }
 
+    /// How many overlays it has.
+    pub fn overlay_count(&self) -> usize {
+        self.overlays.len()
+    }
+
     /// Maps `overlays` over the file wherever the tail is mapped (apart, in order, inside
     /// the tail, page-aligned: checked when adopted).
     pub fn set_overlays(&mut self, overlays: Vec<Overlay>) {

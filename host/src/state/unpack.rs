@@ -13,9 +13,11 @@ use super::stored::{ImageError, StoredImage, StoredMemory, PAGE};
 use super::tail::{Overlay, TailFile};
 use super::written::page_size;
 
-/// Past this many overlays a memory's stored pages are copied rather than mapped (each
-/// overlay is a mapping of its own, and a process has a bounded number).
-const MAX_OVERLAYS: usize = 4096;
+/// Past this many overlays a memory's stored pages are copied rather than mapped: each
+/// overlay is a mapping of its own, and a process has a bounded number (65,530 by
+/// default) that every session's memories share, so a session that stored its pages
+/// scattered must not take many. (A DataFrame's pages lie in a handful of runs.)
+const MAX_OVERLAYS: usize = 64;
 
 /// Where a piece of a memory's packed run bytes goes: at `at` in the image's bytes, or
 /// (`tail`) in its tail file.
@@ -131,6 +133,11 @@ impl StoredImage {
         }
         overlays.sort_by_key(|o| o.at);
         let mapping = tail.is_some() && overlays.len() <= MAX_OVERLAYS;
+        tracing::debug!(
+            overlays = overlays.len(),
+            mapping,
+            "a stored memory's tail unpacked"
+        );
         memory
             .contents
             .par_iter()
