@@ -89,8 +89,11 @@ impl Session {
                 RESUME_MEMORY_WAIT.as_secs()
             )));
         };
-        let image: SessionImage = stored
-            .decode(runner.limits.memory_bytes)
+        // Checking every page takes tens of milliseconds: off the async workers.
+        let (owned, limit) = (stored.clone(), runner.limits.memory_bytes);
+        let image: SessionImage = tokio::task::spawn_blocking(move || owned.decode(limit))
+            .await
+            .map_err(|e| refused(e.to_string()))?
             .map_err(|e| refused(e.to_string()))?;
         charge_restored(self, files)?;
         entry::restore_dir(&self.sandbox.scratch, files).map_err(|e| refused(e.to_string()))?;

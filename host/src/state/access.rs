@@ -159,6 +159,23 @@ impl StateAccess {
         .await
     }
 
+    /// Memory `m` of `instance`, lent whole as a list (the guest's memory in place).
+    async fn view<T: Send + 'static>(
+        &self,
+        store: &mut Store<T>,
+        instance: &Instance,
+        m: usize,
+    ) -> Result<WasmList<u8>, StateError> {
+        let view = instance
+            .get_typed_func::<(), (WasmList<u8>,)>(&mut *store, &self.memories[m].view)
+            .map_err(call_error)?;
+        Ok(view
+            .call_async(&mut *store, ())
+            .await
+            .map_err(call_error)?
+            .0)
+    }
+
     /// Where memory `m` of `instance` lies, its tail from `from` (None while it is
     /// empty: an empty list tells no address).
     async fn placement<T: Send + 'static>(
@@ -168,14 +185,7 @@ impl StateAccess {
         m: usize,
         from: usize,
     ) -> Result<Option<Placement>, StateError> {
-        let view = instance
-            .get_typed_func::<(), (WasmList<u8>,)>(&mut *store, &self.memories[m].view)
-            .map_err(call_error)?;
-        let list = view
-            .call_async(&mut *store, ())
-            .await
-            .map_err(call_error)?
-            .0;
+        let list = self.view(store, instance, m).await?;
         let bytes = list.as_le_slice(&*store);
         Ok((!bytes.is_empty()).then_some(Placement {
             base: bytes.as_ptr() as usize,
@@ -237,21 +247,14 @@ impl StateAccess {
             ..InstanceImage::default()
         };
         let sizes = self.sizes(store, instance).await?;
-        for (m, doors) in self.memories.iter().enumerate() {
+        for (m, &size) in sizes.iter().enumerate() {
             let from = live.startup.pages.get(m).copied().unwrap_or(0) as usize * WASM_PAGE;
             let mut memory = MemoryImage {
-                pages: sizes[m],
+                pages: size,
                 ..MemoryImage::default()
             };
-            if sizes[m] > 0 {
-                let view = instance
-                    .get_typed_func::<(), (WasmList<u8>,)>(&mut *store, &doors.view)
-                    .map_err(call_error)?;
-                let list = view
-                    .call_async(&mut *store, ())
-                    .await
-                    .map_err(call_error)?
-                    .0;
+            if size > 0 {
+                let list = self.view(store, instance, m).await?;
                 let bytes = list.as_le_slice(&*store);
                 let from = from.min(bytes.len());
                 let tail = live.tails.get_mut(m).and_then(Option::as_mut);

@@ -432,6 +432,21 @@ mod tests {
         assert!(tail[..PAGE].iter().all(|b| *b == 0));
     }
 
+    /// A session whose one instance has `memory`, started at `startup_pages`.
+    fn one_memory(memory: MemoryImage, startup_pages: u32) -> SessionImage {
+        SessionImage {
+            plugin: InstanceImage {
+                startup: Startup {
+                    pages: vec![startup_pages],
+                    resources: 0,
+                },
+                memories: vec![memory],
+                globals: vec![],
+            },
+            residents: vec![],
+        }
+    }
+
     fn noise(len: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..len)
@@ -474,17 +489,7 @@ mod tests {
             memory.push((1 + 2 * p) * PAGE, &noise(PAGE, p as u64 + 1));
             memory.push((2 + 2 * p) * PAGE, &vec![7u8; PAGE]);
         }
-        let image = SessionImage {
-            plugin: InstanceImage {
-                startup: Startup {
-                    pages: vec![1],
-                    resources: 0,
-                },
-                memories: vec![memory],
-                globals: vec![],
-            },
-            residents: vec![],
-        };
+        let image = one_memory(memory, 1);
         let (_dir, read) = read_from_a_file(&StoredImage::encode(&image));
         let decoded = read.decode(u64::MAX).unwrap();
         let Some(ImageTail::Filled(tail)) = &decoded.plugin.memories[0].tail else {
@@ -507,8 +512,7 @@ mod tests {
 
     #[test]
     fn pages_kept_as_they_are_in_a_tail_are_mapped_from_the_entrys_file() {
-        use crate::state::tail::{Placement, Tail, SPAN};
-        use rustix::mm::{mmap_anonymous, mprotect, munmap, MapFlags, MprotectFlags, ProtFlags};
+        use crate::state::tail::{test_memory::Reserved, Tail};
         // A memory that started at one page and grew to four: two pages of noise (kept
         // as they are) and one of sevens (compressed) past its start.
         let mut memory = MemoryImage {
@@ -519,17 +523,7 @@ mod tests {
         memory.push(PAGE, &a);
         memory.push(2 * PAGE, &b);
         memory.push(3 * PAGE, &vec![7u8; PAGE]);
-        let image = SessionImage {
-            plugin: InstanceImage {
-                startup: Startup {
-                    pages: vec![1],
-                    resources: 0,
-                },
-                memories: vec![memory],
-                globals: vec![],
-            },
-            residents: vec![],
-        };
+        let image = one_memory(memory, 1);
         let stored = StoredImage::encode(&image);
         assert!(stored.pages[0].raw && stored.pages[1].raw && !stored.pages[2].raw);
         let (dir, read) = read_from_a_file(&stored);
@@ -542,31 +536,10 @@ mod tests {
         let tail = tail.lock().unwrap().take().unwrap();
         assert_eq!(tail.overlay_count(), 1, "the two noise pages, one mapping");
         // Into a memory reserved as wasmtime reserves one.
-        let base = unsafe {
-            mmap_anonymous(
-                std::ptr::null_mut(),
-                SPAN,
-                ProtFlags::empty(),
-                MapFlags::PRIVATE | MapFlags::NORESERVE,
-            )
-        }
-        .unwrap()
-        .cast::<u8>();
-        unsafe {
-            mprotect(
-                base.cast(),
-                4 * PAGE,
-                MprotectFlags::READ | MprotectFlags::WRITE,
-            )
-        }
-        .unwrap();
-        let at = Placement {
-            base: base as usize,
-            from: PAGE,
-            size: 4 * PAGE,
-        };
+        let reserved = Reserved::new(4 * PAGE);
+        let at = reserved.at(PAGE, 4 * PAGE);
         let adopted = Tail::adopt(tail, at).unwrap();
-        let bytes = unsafe { std::slice::from_raw_parts_mut(base, 4 * PAGE) };
+        let bytes = reserved.bytes(4 * PAGE);
         assert_eq!(&bytes[PAGE..2 * PAGE], &a[..]);
         assert_eq!(&bytes[2 * PAGE..3 * PAGE], &b[..]);
         assert!(bytes[3 * PAGE..].iter().all(|x| *x == 7));
@@ -579,7 +552,7 @@ mod tests {
             holding.iter().all(|h| *h),
             "every page past the start holds data"
         );
-        unsafe { munmap(base.cast(), SPAN) }.unwrap();
+        drop(reserved);
         // A changed page in the file is refused before anything is mapped.
         let mut changed = on_disk;
         changed[4096 + 10] ^= 1;
@@ -605,17 +578,7 @@ mod tests {
         };
         let noise = noise(PAGE, 0x9e3779b97f4a7c15);
         memory.push(0, &noise);
-        let image = SessionImage {
-            plugin: InstanceImage {
-                startup: Startup {
-                    pages: vec![1],
-                    resources: 0,
-                },
-                memories: vec![memory],
-                globals: vec![],
-            },
-            residents: vec![],
-        };
+        let image = one_memory(memory, 1);
         let stored = StoredImage::encode(&image);
         assert!(stored.pages[0].raw);
         assert_eq!(stored.decode(u64::MAX).unwrap(), image);

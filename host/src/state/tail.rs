@@ -357,16 +357,17 @@ fn map_overlays(overlays: &[Overlay], at: Placement) -> io::Result<()> {
     Ok(())
 }
 
+/// A stand-in for a guest's memory in tests: a reservation made as wasmtime makes one.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rustix::mm::{mmap_anonymous, munmap};
+pub mod test_memory {
+    use super::{Placement, SPAN};
+    use rustix::mm::{mmap_anonymous, mprotect, munmap, MapFlags, MprotectFlags, ProtFlags};
 
     /// A reservation as wasmtime makes one: `SPAN` bytes, `size` of them accessible.
-    struct Reserved(*mut u8);
+    pub struct Reserved(*mut u8);
 
     impl Reserved {
-        fn new(size: usize) -> Reserved {
+        pub fn new(size: usize) -> Reserved {
             let base = unsafe {
                 mmap_anonymous(
                     std::ptr::null_mut(),
@@ -388,7 +389,7 @@ mod tests {
             Reserved(base)
         }
 
-        fn at(&self, from: usize, size: usize) -> Placement {
+        pub fn at(&self, from: usize, size: usize) -> Placement {
             Placement {
                 base: self.0 as usize,
                 from,
@@ -397,7 +398,7 @@ mod tests {
         }
 
         /// Grows the accessible part as wasmtime does.
-        fn grow(&self, from: usize, to: usize) {
+        pub fn grow(&self, from: usize, to: usize) {
             unsafe {
                 mprotect(
                     self.0.add(from).cast(),
@@ -409,7 +410,7 @@ mod tests {
         }
 
         #[allow(clippy::mut_from_ref)] // the test's stand-in for a guest's memory
-        fn bytes(&self, len: usize) -> &mut [u8] {
+        pub fn bytes(&self, len: usize) -> &mut [u8] {
             unsafe { std::slice::from_raw_parts_mut(self.0, len) }
         }
     }
@@ -419,6 +420,12 @@ mod tests {
             unsafe { munmap(self.0.cast(), SPAN) }.unwrap();
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_memory::Reserved;
+    use super::*;
 
     #[test]
     fn copies_share_the_frozen_tail_and_then_live_apart() {
