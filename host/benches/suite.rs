@@ -41,6 +41,7 @@ const HELLO: &[(&str, &str)] = &[
     ),
     ("shell", "echo 'hello, world'"),
     ("prolog", ":- initialization((write('hello, world'), nl))."),
+    ("sqlite", "select 'hello, world';"),
 ];
 
 const PRIMES_PY: &str = "def primes(n):\n    found = []\n    for c in range(2, n):\n        if all(c % p for p in found if p * p <= c):\n            found.append(c)\n    return found\nprint(len(primes(5000)))\n";
@@ -529,42 +530,66 @@ async fn session(rounds: usize) {
     println!();
 }
 
-/// Ruby's ordinary runs with a pre-started interpreter and without.
+/// Ordinary runs with a pre-started interpreter and without (`RUNTIMES=a,b` picks the
+/// runtimes; default ruby and python).
 async fn prestart(rounds: usize) {
-    let warm = tokio::task::spawn_blocking(|| load(&["ruby"]))
-        .await
-        .unwrap();
-    let cold = tokio::task::spawn_blocking(|| {
-        let mut manifest = Manifest::builtin().expect("built-in plugins.toml");
-        manifest.plugins.get_mut("ruby").unwrap().prestart = false;
-        load_from(manifest, &["ruby"])
-    })
-    .await
-    .unwrap();
+    let wanted = std::env::var("RUNTIMES").unwrap_or_else(|_| "ruby,python".into());
     header(
-        "Pre-started runs: ruby hello (in-process)",
-        &["", "median", "p95"],
+        "Pre-started runs: hello (in-process)",
+        &[
+            "runtime",
+            "pre-started median",
+            "p95",
+            "started per run median",
+            "p95",
+        ],
     );
-    let code = "puts 'hello, world'";
-    // A pause between runs lets the next interpreter start, as between real calls.
-    let with = time(rounds, || async {
-        run_in_process(&warm, "ruby", code, "hello, world\n").await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    })
-    .await;
-    let without = time(rounds, || {
-        run_in_process(&cold, "ruby", code, "hello, world\n")
-    })
-    .await;
-    println!(
-        "| pre-started | {:.1} | {:.1} |",
-        with.median - 300.0,
-        with.p95 - 300.0
-    );
-    println!(
-        "| started per run | {:.1} | {:.1} |\n",
-        without.median, without.p95
-    );
+    for runtime in wanted.split(',').map(str::to_string) {
+        let (code, out) = match runtime.as_str() {
+            "ruby" => ("puts 'hello, world'", "hello, world\n"),
+            "python" => ("print('hello, world')", "hello, world\n"),
+            other => panic!("no prestart hello for {other}"),
+        };
+        let with_prestart = |on: bool| {
+            let runtime = runtime.clone();
+            move || {
+                let mut manifest = Manifest::builtin().expect("built-in plugins.toml");
+                manifest.plugins.get_mut(&runtime).unwrap().prestart = on;
+                load_from(manifest, &[runtime.as_str()])
+            }
+        };
+        let warm = tokio::task::spawn_blocking(with_prestart(true))
+            .await
+            .unwrap();
+        let cold = tokio::task::spawn_blocking(with_prestart(false))
+            .await
+            .unwrap();
+        // A pause between runs lets the next interpreter start, as between real calls;
+        // both sides pause, so that neither finds the machine busier.
+        let pause = Duration::from_millis(300);
+        let timed = |runbox: Arc<Runbox>| {
+            let runtime = runtime.clone();
+            async move {
+                let mut times = Vec::with_capacity(rounds);
+                for round in 0..=rounds {
+                    tokio::time::sleep(pause).await;
+                    let started = Instant::now();
+                    run_in_process(&runbox, &runtime, code, out).await;
+                    if round > 0 {
+                        times.push(started.elapsed());
+                    }
+                }
+                stats(&mut times)
+            }
+        };
+        let with = timed(warm).await;
+        let without = timed(cold).await;
+        println!(
+            "| {runtime} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            with.median, with.p95, without.median, without.p95
+        );
+    }
+    println!();
 }
 
 /// The server's resident memory idle with every runtime loaded (before any call, and

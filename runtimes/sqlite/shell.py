@@ -12,6 +12,7 @@ import csv
 import functools
 import io
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -43,7 +44,6 @@ def dot_quoted(value):
 
 def command_line(args):
     """The database and the SQL text of a command line, options as dot-commands first."""
-    import os
     os.chdir(args[0])
     args, database = list(args[1:]), ":memory:"
     while args and args[0].startswith("-") and len(args[0]) > 1:
@@ -100,8 +100,28 @@ def start(argv, stdout=None):
     db.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     # Temporary tables and sorts in memory: no stray files in the working directory.
     db.execute("pragma temp_store = memory")
+    # SQLite seeds its generator from /dev/urandom, which WASI lacks: it falls back to the
+    # clock's second, so runs in the same second drew the same numbers. random() and
+    # randomblob() draw from the system instead.
+    db.create_function("random", 0, random_int)
+    db.create_function("randomblob", 1, random_blob)
     failed = False
     st = dict(DEFAULTS)
+
+
+def random_int():
+    return int.from_bytes(os.urandom(8), "little", signed=True)
+
+
+def random_blob(n):
+    # As SQLite's: N below 1 is 1, text is read as a number.
+    try:
+        n = int(float(n))
+    except (TypeError, ValueError):
+        n = 0
+    if n > 1_000_000_000:
+        raise OverflowError("string or blob too big")
+    return os.urandom(max(n, 1))
 
 
 DEFAULTS = {
@@ -1291,5 +1311,29 @@ def shell(argv, stdout=None):
     return code if code is not None else 1 if failed else 0
 
 
-if __name__ == "__main__":
+def run_file(path):
+    """A run of runtime `sqlite`: the SQL in the file `path`."""
+    os.makedirs("/.runbox", exist_ok=True)
+    raise SystemExit(shell(["sqlite3", path]))
+
+
+def run_command(cwd, args):
+    """`sqlite3 ARGS` as a command of runbox's shell, in its working directory `cwd`."""
+    raise SystemExit(shell(["sqlite3", "--command", cwd, *args]))
+
+
+if __name__ == "__main__" and len(sys.argv) > 1:
     sys.exit(shell(sys.argv))
+elif __name__ == "__main__":
+    # runbox's snapshot of runtime `sqlite` (plugins.toml): this program runs once, as
+    # the snapshot is taken, and is from then on the module `sqlite_shell` whose `run_file`
+    # and `run_command` every run calls. Unbuffered standard streams keep the shell's
+    # messages in the order written.
+    import types
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+        write_through=True)
+    sys.dont_write_bytecode = True
+    sys.modules["sqlite_shell"] = types.ModuleType("sqlite_shell", __doc__)
+    sys.modules["sqlite_shell"].__dict__.update(
+        {name: value for name, value in globals().items() if not name.startswith("__")})

@@ -16,7 +16,7 @@ use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
 use tokio_util::sync::CancellationToken;
 
 /// The runtimes the adversarial suite attacks: every default runtime but `sqlite`, whose
-/// programs are SQL for a shell that runs on CPython (the conformance suite's guarantee
+/// programs are SQL for a shell that runs on python's CPython (the conformance suite's guarantee
 /// checks cover it).
 pub const ATTACKED_RUNTIMES: &[&str] = &[
     "python",

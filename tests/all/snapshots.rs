@@ -504,3 +504,48 @@ async fn a_resumed_session_is_stored_as_its_state_again() {
         }
     }
 }
+
+/// sqlite starts every run from the snapshot its shell was loaded into (plugins.toml):
+/// SQLite's own random numbers are drawn afresh in each run (nothing seeded in the
+/// snapshot), the SQLite is CPython 3.15's, and a session's tables and settings carry
+/// over (csv rows end in CRLF, as the sqlite3 shell's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_runs_from_its_snapshot_with_fresh_randomness() {
+    const TEN_S: std::time::Duration = std::time::Duration::from_secs(10);
+    let runbox = runbox_of(&["sqlite"]).await;
+    let mut draws = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let out = crate::common::run_on(
+            &runbox,
+            "sqlite",
+            "select random(); select hex(randomblob(8));",
+            TEN_S,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.exit_code, Some(0), "{}", out.tty());
+        assert!(
+            draws.insert(out.stdout().into_owned()),
+            "a draw repeated: {draws:?}"
+        );
+    }
+    let out = crate::common::run_on(
+        &runbox,
+        "sqlite",
+        "select sqlite_version() >= '3.54';",
+        TEN_S,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.stdout(), "1\n", "{}", out.tty());
+    let id = runbox.create_session("sqlite").await.unwrap().session_id;
+    assert_eq!(
+        say(&runbox, &id, "create table t(x); insert into t values (6);").await,
+        ""
+    );
+    assert_eq!(
+        say(&runbox, &id, ".mode csv\nselect x * 7 from t;").await,
+        "42\r\n"
+    );
+    assert_eq!(say(&runbox, &id, "select x, x from t;").await, "6,6\r\n");
+}

@@ -2,8 +2,8 @@
 //!
 //! wasmtime compiles a module's functions in parallel on rayon's pool. With one global
 //! pool, two runtimes prepared at once do not share the cores: rayon takes the second
-//! compile's work only when the first one's is done, so on the first start `sqlite`
-//! (10 s of compiling alone) waited about a minute behind python's 99 MB. Here each
+//! compile's work only when the first one's is done, so on the first start a small
+//! runtime (10 s of compiling alone) waited about a minute behind python's 99 MB. Here each
 //! compile gets a pool of its own whose threads have a `nice` value: a compile a call
 //! waits for goes first, the smaller the sooner (shortest job first); then one for a
 //! runtime calls asked for that already answers them (python's snapshot, taken while a

@@ -458,7 +458,7 @@ fn pick_demanded(slots: &[Arc<PluginSlot>], q: &Queue) -> Option<usize> {
 }
 
 /// How long slot `i` keeps a waiting call, roughly: [`cost_rank`], but a tool taken as a
-/// snapshot (python: two compiles of 100 MB) after every other of its rank.
+/// snapshot (python, sqlite: two compiles of 100 MB) after every other of its rank.
 fn answer_rank(slots: &[Arc<PluginSlot>], i: usize) -> u8 {
     let rank = cost_rank(slots, i);
     let snapshot = slots[i]
@@ -628,8 +628,9 @@ mod tests {
             q.started[i] = true;
             order.push(name(&slots, i).to_string());
         }
-        // python's snapshot takes two big compiles: it goes after the other two.
-        assert_eq!(order, ["shell", "quickjs", "sqlite", "python"]);
+        // python's and sqlite's snapshots (each of CPython: two big compiles) go after
+        // the other two, in file order.
+        assert_eq!(order, ["shell", "quickjs", "python", "sqlite"]);
         // While python is prepared for a waiting call, nothing else starts beside it.
         q.running.push(index("python"));
         assert_eq!(pick(&slots, &q), None);
