@@ -96,7 +96,7 @@ where
         let call_clock = call_clock.clone();
         thread::on_own_thread(move || async move {
             let _slot = slot;
-            let _dir = match &fresh_scratch {
+            let dir = match &fresh_scratch {
                 Some(path) => Some(RunDir::create(path).map_err(|e| {
                     RunError::Host(format!("cannot create a scratch directory: {e}"))
                 })?),
@@ -127,6 +127,9 @@ where
                 None => Vec::new(),
             };
             finish(state);
+            // The directory goes before the answer: the next run's room on the volume
+            // is checked against what is left there.
+            drop(dir);
             let cancelled = cancel.is_cancelled();
             Ok::<_, RunError>(CallEnd {
                 ended,

@@ -15,6 +15,7 @@ pub mod instance;
 pub mod limits;
 pub mod outcome;
 pub mod prestart;
+pub mod reaper;
 mod request;
 mod runner;
 pub mod scratch;

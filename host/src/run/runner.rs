@@ -422,7 +422,9 @@ fn fresh_instance_call(
         Box::pin(async move {
             let result = async {
                 let mut instance = PluginInstance::new(&plugin, &sandbox).await?;
-                instance.call(call).await
+                let answer = instance.call(call).await;
+                super::reaper::put_away(instance, sandbox.memory.used());
+                answer
             }
             .await;
             (result, plugin)
