@@ -358,6 +358,80 @@ async fn a_prestarted_interpreter_serves_one_run_and_is_replaced() {
     assert_eq!(rb.prestarted("ruby"), 1);
 }
 
+/// python is pre-started too (plugins.toml), its warm instance's pages mapped ahead from
+/// what the run before touched (host/src/run/warm_pages.rs): each run still starts from
+/// the snapshot as a fresh one does (no variable, file or random state of the run before),
+/// and answers as a fresh instance answers, tracebacks included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prestarted_python_sees_nothing_of_the_run_before() {
+    runbox();
+    let rb = common::own_runbox(RunboxOptions {
+        only: vec!["python".into()],
+        ..common::options()
+    })
+    .await;
+    let run = |code: &'static str, memory_bytes: Option<u64>| {
+        let rb = &rb;
+        async move {
+            let request = RunRequest {
+                runtime: "python".into(),
+                code: code.into(),
+                limits: LimitOverrides {
+                    timeout: None,
+                    memory_bytes,
+                    max_timeout: None,
+                },
+                ..Default::default()
+            };
+            rb.run(request, CancellationToken::new()).await.unwrap()
+        }
+    };
+    let probe = "import os, random, numpy as np\n\
+                 print('seen' in globals(), os.path.exists('/tmp/left'), os.path.exists('out.txt'))\n\
+                 seen = 1\n\
+                 open('/tmp/left', 'w').write('x')\n\
+                 open('out.txt', 'w').write('x')\n\
+                 print(random.random(), np.random.rand())";
+    let mut draws = std::collections::HashSet::new();
+    for round in 0..4 {
+        if round > 0 {
+            assert!(
+                until_prestarted(&rb, "python").await,
+                "no warm python was started"
+            );
+        }
+        let out = run(probe, None).await;
+        assert_eq!(out.status, RunStatus::Completed, "{}", out.tty());
+        let stdout = out.stdout().into_owned();
+        let (first, draw) = stdout.split_once('\n').unwrap();
+        assert_eq!(first, "False False False", "round {round}: {stdout}");
+        assert!(
+            draws.insert(draw.to_string()),
+            "round {round} drew as before: {draw}"
+        );
+    }
+    assert!(
+        rb.prestarts_begun() >= 3,
+        "the runs did not take warm instances"
+    );
+    // An error reads the same from a warm instance as from a fresh one (another memory
+    // cap runs the ordinary way).
+    let error = "x = 1\n1 / 0\n";
+    assert!(until_prestarted(&rb, "python").await);
+    let warm = run(error, None).await;
+    let fresh = run(error, Some(256 << 20)).await;
+    assert_eq!(warm.exit_code, Some(1), "{}", warm.tty());
+    assert_eq!(
+        (warm.exit_code, warm.stdout(), warm.stderr()),
+        (fresh.exit_code, fresh.stdout(), fresh.stderr())
+    );
+    assert!(
+        warm.stderr().contains("ZeroDivisionError"),
+        "{}",
+        warm.tty()
+    );
+}
+
 /// A call refused before it runs (here for an input path it may not use) leaves the
 /// warm interpreter where it is: none is taken, none started in its place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

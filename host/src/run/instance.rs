@@ -6,6 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
+use super::warm_pages::WarmPages;
 use crate::plugin::LoadedPlugin;
 use crate::sandbox::at_rest_tool;
 use crate::sandbox::store::{new_store, ProgramIo};
@@ -187,10 +188,24 @@ impl PluginInstance {
         self.call_session(request, false).await
     }
 
+    /// Readies a warm instance of `runtime` for its one run: its residents' memories get
+    /// the pages the last such run touched mapped ahead, and tell `pages` which this
+    /// run touched as they go (`warm_pages.rs`).
+    pub fn warm_up(&mut self, runtime: &str, pages: &Arc<WarmPages>) {
+        for resident in self.store.data_mut().residents() {
+            let Some(tool) = at_rest_tool(resident) else {
+                continue;
+            };
+            pages.populate(runtime, &tool.placements());
+            let (pages, runtime) = (pages.clone(), runtime.to_string());
+            tool.learn_on_drop(Box::new(move |places| pages.learn(&runtime, places)));
+        }
+    }
+
     /// Runs `request` as an ordinary run in the plugin's session, which it uses up (a
     /// pre-started run: see `prestart.rs`).
     pub async fn run_once(
-        mut self,
+        &mut self,
         request: &runtime::RunRequest,
     ) -> wasmtime::Result<PluginReturn> {
         self.call_session(request, true).await

@@ -15,11 +15,11 @@ pub mod instance;
 pub mod limits;
 pub mod outcome;
 pub mod prestart;
-pub mod reaper;
 mod request;
 mod runner;
 pub mod scratch;
 pub mod thread;
+pub mod warm_pages;
 
 pub use error::RunError;
 pub use request::{RunRequest, RunWatch};

@@ -5,14 +5,16 @@
 //! sessions), the server keeps [`PER_RUNTIME`] [`Warm`] instances ready: a sandbox with
 //! its own fresh scratch directory, and the plugin's session opened in it (its driver
 //! started and waiting). A run takes one (`session.run-once`) and a new one is started
-//! in the background (`Runner::refill_prestarts`). Each is used once, its memory counts against the server's budget
-//! while it waits, and a run that finds none ready runs the ordinary way.
+//! in the background (`Runner::refill_prestarts`), with the pages the last run touched
+//! already mapped (`warm_pages.rs`). Each is used once, its memory counts against the
+//! server's budget while it waits, and a run that finds none ready runs the ordinary way.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::instance::PluginInstance;
 use super::scratch::RunDir;
+use super::warm_pages::WarmPages;
 use crate::sandbox::Sandbox;
 
 /// Instances kept ready per runtime.
@@ -35,6 +37,8 @@ pub struct Prestarts {
     starting: Mutex<HashSet<String>>,
     /// Starts begun since the server started (what they cost shows in tests).
     begun: std::sync::atomic::AtomicUsize,
+    /// The pages their runs touch, mapped ahead in the next warm instances.
+    pub pages: Arc<WarmPages>,
 }
 
 impl Prestarts {

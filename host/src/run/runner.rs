@@ -28,6 +28,7 @@ use crate::manifest::PluginSpec;
 use crate::metrics::RunMetrics;
 use crate::plugin::LoadedPlugin;
 use crate::sandbox::clock::{self, CallClock};
+use crate::sandbox::reaper::put_away;
 use crate::sandbox::ProgramCompiles;
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::wit::exports::runbox::plugin::runtime;
@@ -407,6 +408,8 @@ async fn start_warm(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Wa
         .map_err(|_| anyhow::anyhow!("its start took longer than the default time limit"))??;
     // What the start wrote belongs to no run.
     let _ = sandbox.output.take();
+    let mut instance = instance;
+    instance.warm_up(&plugin.spec.name, &runner.prestarts.pages);
     Ok(Warm {
         sandbox,
         instance: Some(instance),
@@ -423,7 +426,7 @@ fn fresh_instance_call(
             let result = async {
                 let mut instance = PluginInstance::new(&plugin, &sandbox).await?;
                 let answer = instance.call(call).await;
-                super::reaper::put_away(instance, sandbox.memory.used());
+                put_away(instance, sandbox.memory.used());
                 answer
             }
             .await;
@@ -441,10 +444,14 @@ type WarmRun =
 fn warm_call(
     request: runtime::RunRequest,
 ) -> impl FnOnce(Arc<Sandbox>, Warm) -> WarmRun + Send + 'static {
-    move |_sandbox, mut warm| {
+    move |sandbox, mut warm| {
         Box::pin(async move {
             let result = match warm.instance.take() {
-                Some(instance) => instance.run_once(&request).await,
+                Some(mut instance) => {
+                    let result = instance.run_once(&request).await;
+                    put_away(instance, sandbox.memory.used());
+                    result
+                }
                 None => Err(wasmtime::format_err!("the warm instance was used before")),
             };
             (result, warm)

@@ -8,6 +8,7 @@ pub mod journal;
 pub mod linker;
 mod process;
 pub mod program;
+pub mod reaper;
 pub mod replay_clock;
 // The module is named for the type it holds, as the folder's other files are.
 #[allow(clippy::module_inception)]

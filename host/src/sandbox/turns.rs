@@ -2,6 +2,7 @@
 //! instance and store between turns, its start-up, and copying its state.
 
 use std::any::Any;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use wasmtime::component::Instance;
@@ -9,25 +10,31 @@ use wasmtime::Store;
 
 use super::sandbox::StoreState;
 use super::turn_doors::TurnDoors;
-use crate::state::{InstanceImage, LiveState, StateError, Taking};
+use crate::state::{InstanceImage, LiveState, Placement, StateError, Taking};
 use crate::wit::resident::{AtRest, Turn};
+
+/// What is told, as a tool goes, where its memories lay (while they are still mapped).
+pub type PageLearner = Box<dyn FnOnce(&[Placement]) + Send>;
 
 /// The tool's instance between turns.
 pub struct ToolAtRest {
-    store: Store<StoreState>,
+    /// Dropped in `Drop`: on the reaper's thread when a learner waits for its pages.
+    store: ManuallyDrop<Store<StoreState>>,
     instance: Instance,
     doors: Arc<TurnDoors>,
     /// What it was once its start turns ran.
     startup: Option<LiveState>,
+    learner: Option<PageLearner>,
 }
 
 impl ToolAtRest {
     pub fn new(store: Store<StoreState>, instance: Instance, doors: Arc<TurnDoors>) -> Self {
         ToolAtRest {
-            store,
+            store: ManuallyDrop::new(store),
             instance,
             doors,
             startup: None,
+            learner: None,
         }
     }
 
@@ -39,7 +46,7 @@ impl ToolAtRest {
         };
         let resources = self.store.data_mut().live_resources();
         match state
-            .startup(&mut self.store, &self.instance, resources)
+            .startup(&mut *self.store, &self.instance, resources)
             .await
         {
             Ok(startup) => self.startup = Some(startup),
@@ -54,7 +61,7 @@ impl ToolAtRest {
         };
         let resources = self.store.data_mut().live_resources();
         state
-            .capture(&mut self.store, &self.instance, live, resources, taking)
+            .capture(&mut *self.store, &self.instance, live, resources, taking)
             .await
     }
 
@@ -64,13 +71,61 @@ impl ToolAtRest {
             return Err(StateError::NoDoors);
         };
         state
-            .restore(&mut self.store, &self.instance, live, image)
+            .restore(&mut *self.store, &self.instance, live, image)
             .await
+    }
+
+    /// Where its memories lay once its start turns ran.
+    pub fn placements(&self) -> Vec<Placement> {
+        self.startup
+            .as_ref()
+            .map(|live| live.placements().collect())
+            .unwrap_or_default()
+    }
+
+    /// Has `learner` told where its memories lay as the tool goes, before they are
+    /// unmapped (`run/warm_pages.rs`).
+    pub fn learn_on_drop(&mut self, learner: PageLearner) {
+        self.learner = Some(learner);
     }
 
     /// What a copy of a session runs once made.
     pub fn after_fork(&self) -> Option<String> {
         self.doors.after_fork.clone()
+    }
+}
+
+/// A tool's store as it goes, its learner told first.
+struct Learning {
+    learner: Option<PageLearner>,
+    places: Vec<Placement>,
+    _store: Store<StoreState>,
+}
+
+impl Drop for Learning {
+    fn drop(&mut self) {
+        if let Some(learner) = self.learner.take() {
+            learner(&self.places);
+        }
+    }
+}
+
+impl Drop for ToolAtRest {
+    fn drop(&mut self) {
+        // SAFETY: `store` is taken once, here, and not used again.
+        let store = unsafe { ManuallyDrop::take(&mut self.store) };
+        match self.learner.take() {
+            Some(learner) => {
+                let bytes = store.data().sandbox.memory.used();
+                let learning = Learning {
+                    learner: Some(learner),
+                    places: self.placements(),
+                    _store: store,
+                };
+                super::reaper::put_away(learning, bytes);
+            }
+            None => drop(store),
+        }
     }
 }
 
@@ -80,8 +135,8 @@ impl AtRest for ToolAtRest {
             let status = async {
                 let turn = self
                     .instance
-                    .get_typed_func::<(String,), (i32,)>(&mut self.store, &self.doors.turn)?;
-                Ok(turn.call_async(&mut self.store, (program,)).await?.0)
+                    .get_typed_func::<(String,), (i32,)>(&mut *self.store, &self.doors.turn)?;
+                Ok(turn.call_async(&mut *self.store, (program,)).await?.0)
             }
             .await;
             (self as Box<dyn AtRest>, status)

@@ -55,11 +55,20 @@ fn call_error(e: wasmtime::Error) -> StateError {
 }
 
 /// What the host keeps of an instance's state beside the instance: what it was right
-/// after its start-up, and the tail ([`Tail`]) of each memory that has one.
+/// after its start-up, where each memory lies then, and the tail ([`Tail`]) of each
+/// memory that has one.
 #[derive(Debug)]
 pub struct LiveState {
     pub startup: Startup,
+    places: Vec<Option<Placement>>,
     tails: Vec<Option<Tail>>,
+}
+
+impl LiveState {
+    /// Where each memory (that holds anything) lay right after start-up.
+    pub fn placements(&self) -> impl Iterator<Item = Placement> + '_ {
+        self.places.iter().flatten().copied()
+    }
 }
 
 /// How an image is taken.
@@ -141,18 +150,22 @@ impl StateAccess {
         quiet(store, async |store| {
             let pages = self.sizes(store, instance).await?;
             let mut tails = Vec::with_capacity(pages.len());
+            let mut places = Vec::with_capacity(pages.len());
             for (m, &size) in pages.iter().enumerate() {
                 let from = size as usize * WASM_PAGE;
-                let tail = match self.placement(store, instance, m, from).await? {
+                let place = self.placement(store, instance, m, from).await?;
+                let tail = match place {
                     Some(at) => Tail::attach(at)
                         .inspect_err(|e| tracing::debug!("memory {m} keeps no tail: {e}"))
                         .ok(),
                     None => None,
                 };
                 tails.push(tail);
+                places.push(place);
             }
             Ok(LiveState {
                 startup: Startup { pages, resources },
+                places,
                 tails,
             })
         })

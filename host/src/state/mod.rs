@@ -19,4 +19,8 @@ mod written;
 pub use access::{LiveState, StateAccess, StateError, Taking};
 pub use image::{ImageTail, InstanceImage, MemoryImage, SessionImage, Startup};
 pub use stored::{ImageError, Payload, PayloadFile, StoredImage};
-pub use tail::{FrozenTail, Overlay, Placement, Tail, TailFile, Window};
+pub use tail::{FrozenTail, Overlay, Placement, Tail, TailFile, Window, SPAN};
+pub use written::{page_size, page_uses, PageUse};
+
+#[cfg(test)]
+pub use tail::test_memory;

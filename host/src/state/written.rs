@@ -42,29 +42,50 @@ fn pagemap() -> Option<&'static File> {
 /// For each host page of `memory` (which starts on a page boundary), whether it was
 /// written.
 pub fn written_pages(memory: &[u8]) -> Vec<bool> {
+    let count = memory.len().div_ceil(page_size());
+    match page_uses(memory.as_ptr() as usize, memory.len()) {
+        Some(uses) => uses.into_iter().map(|u| u == PageUse::Own).collect(),
+        None => vec![true; count],
+    }
+}
+
+/// What the kernel holds for one host page of an instance's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageUse {
+    /// Not mapped yet: its first touch will fault.
+    Untouched,
+    /// Mapped from a file or shared memory (read from the image, or a memory file's page).
+    Mapped,
+    /// The instance's own page (written over the image, or swapped out).
+    Own,
+}
+
+/// For each host page from `start` (a page boundary) for `len` bytes, what the kernel
+/// holds for it; `None` where the page map cannot be read.
+pub fn page_uses(start: usize, len: usize) -> Option<Vec<PageUse>> {
     let page = page_size();
-    let count = memory.len().div_ceil(page);
-    let start = memory.as_ptr() as usize;
-    let Some(map) = pagemap().filter(|_| start.is_multiple_of(page)) else {
-        return vec![true; count];
-    };
-    let mut written = Vec::with_capacity(count);
+    let count = len.div_ceil(page);
+    let map = pagemap().filter(|_| start.is_multiple_of(page))?;
+    let mut uses = Vec::with_capacity(count);
     let mut entries = vec![0u8; BATCH * 8];
     let first = start / page;
-    while written.len() < count {
-        let n = (count - written.len()).min(BATCH);
+    while uses.len() < count {
+        let n = (count - uses.len()).min(BATCH);
         let buf = &mut entries[..n * 8];
-        let offset = ((first + written.len()) * 8) as u64;
-        if map.read_exact_at(buf, offset).is_err() {
-            written.resize(count, true);
-            break;
-        }
-        written.extend(buf.chunks_exact(8).map(|entry| {
+        let offset = ((first + uses.len()) * 8) as u64;
+        map.read_exact_at(buf, offset).ok()?;
+        uses.extend(buf.chunks_exact(8).map(|entry| {
             let bits = u64::from_le_bytes(entry.try_into().expect("8 bytes"));
-            bits & SWAPPED != 0 || (bits & PRESENT != 0 && bits & FILE_OR_SHARED == 0)
+            if bits & SWAPPED != 0 || (bits & PRESENT != 0 && bits & FILE_OR_SHARED == 0) {
+                PageUse::Own
+            } else if bits & PRESENT != 0 {
+                PageUse::Mapped
+            } else {
+                PageUse::Untouched
+            }
         }));
     }
-    written
+    Some(uses)
 }
 
 #[cfg(test)]
