@@ -531,17 +531,19 @@ async fn session(rounds: usize) {
 }
 
 /// Ordinary runs with a pre-started interpreter and without (`RUNTIMES=a,b` picks the
-/// runtimes; default ruby and python).
+/// runtimes, default ruby and python; `PAUSE_MS` the pause before each call, default 300).
 async fn prestart(rounds: usize) {
     let wanted = std::env::var("RUNTIMES").unwrap_or_else(|_| "ruby,python".into());
     header(
         "Pre-started runs: hello (in-process)",
         &[
             "runtime",
-            "pre-started median",
+            "pre-started: call median",
             "p95",
-            "started per run median",
+            "run (server side) median",
+            "started per run: call median",
             "p95",
+            "run (server side) median",
         ],
     );
     for runtime in wanted.split(',').map(str::to_string) {
@@ -566,27 +568,41 @@ async fn prestart(rounds: usize) {
             .unwrap();
         // A pause between runs lets the next interpreter start, as between real calls;
         // both sides pause, so that neither finds the machine busier.
-        let pause = Duration::from_millis(300);
+        let pause = Duration::from_millis(
+            std::env::var("PAUSE_MS")
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(300),
+        );
+        // The whole call, and the run as the server times it (`duration_ms`).
         let timed = |runbox: Arc<Runbox>| {
             let runtime = runtime.clone();
             async move {
-                let mut times = Vec::with_capacity(rounds);
+                let (mut calls, mut runs) = (Vec::new(), Vec::new());
                 for round in 0..=rounds {
                     tokio::time::sleep(pause).await;
                     let started = Instant::now();
-                    run_in_process(&runbox, &runtime, code, out).await;
+                    let outcome = common::run(&runbox, &runtime, code).await;
+                    let call = started.elapsed();
+                    assert_eq!(outcome.stdout(), out, "{runtime}: {outcome:?}");
                     if round > 0 {
-                        times.push(started.elapsed());
+                        calls.push(call);
+                        runs.push(outcome.duration);
                     }
                 }
-                stats(&mut times)
+                (stats(&mut calls), stats(&mut runs))
             }
         };
         let with = timed(warm).await;
         let without = timed(cold).await;
         println!(
-            "| {runtime} | {:.2} | {:.2} | {:.2} | {:.2} |",
-            with.median, with.p95, without.median, without.p95
+            "| {runtime} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            with.0.median,
+            with.0.p95,
+            with.1.median,
+            without.0.median,
+            without.0.p95,
+            without.1.median
         );
     }
     println!();
