@@ -510,11 +510,24 @@ async fn session(rounds: usize) {
         "Inside a session (MCP round trip)",
         &["runtime", "median", "p95", "first call"],
     );
+    let wanted = std::env::var("RUNTIMES").ok();
     for (runtime, define, call, out) in [
         ("python", "x = 41", "print(x + 1)", "42\n"),
         ("quickjs", "var x = 41;", "console.log(x + 1)", "42\n"),
         ("ruby", "x = 41", "puts x + 1", "42\n"),
+        (
+            "sqlite",
+            "create table t(x); insert into t values (41);",
+            "select x + 1 from t;",
+            "42\n",
+        ),
     ] {
+        if wanted
+            .as_deref()
+            .is_some_and(|w| !w.split(',').any(|r| r == runtime))
+        {
+            continue;
+        }
         let id = server.create_session(runtime).await;
         let first = Instant::now();
         server.expect_in(&id, define, "").await;
