@@ -5,7 +5,8 @@
 //! sessions), the server keeps [`PER_RUNTIME`] [`Warm`] instances ready: a sandbox with
 //! its own fresh scratch directory, and the plugin's session opened in it (its driver
 //! started and waiting). A run takes one (`session.run-once`) and a new one is started
-//! in the background (`Runner::refill_prestarts`), with the pages the last run touched
+//! in the background once the server is quiet (`Runner::refill_prestarts`: between
+//! calls, never beside one), with the pages the last run touched
 //! already mapped (`warm_pages.rs`). Each is used once, its memory counts against the
 //! server's budget while it waits, and a run that finds none ready runs the ordinary way.
 

@@ -38,6 +38,9 @@ use tokio::sync::OwnedSemaphorePermit;
 /// runtime writes to start (a prelude, a driver's files).
 const RUN_START_ROOM: u64 = 256 << 10;
 
+/// How long the server must be without calls before a warm instance is started.
+const QUIET_FOR: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// What every sandbox is made from, and what every call goes through.
 pub struct Runner {
     pub engine: SandboxEngine,
@@ -100,6 +103,7 @@ impl Runner {
         }
         let (runner, plugin) = (self.clone(), plugin.clone());
         tokio::spawn(async move {
+            runner.until_quiet().await;
             let started = Instant::now();
             let warm = super::thread::on_own_thread({
                 let runner = runner.clone();
@@ -122,6 +126,21 @@ impl Runner {
             };
             runner.prestarts.started(&name, warm);
         });
+    }
+
+    /// Waits until no call has run or waited for [`QUIET_FOR`]: a warm instance is
+    /// started between calls, not beside one (on a busy server it would only take the
+    /// cores from the calls it is meant to speed up; they run the ordinary way).
+    async fn until_quiet(&self) {
+        let mut quiet_since: Option<Instant> = None;
+        loop {
+            if self.admission.running() > 0 || self.admission.waiting() > 0 {
+                quiet_since = None;
+            } else if quiet_since.get_or_insert_with(Instant::now).elapsed() >= QUIET_FOR {
+                return;
+            }
+            tokio::time::sleep(QUIET_FOR / 4).await;
+        }
     }
 
     /// What a call holds in memory besides its payload: its output (each stream once),
