@@ -209,8 +209,11 @@ impl Runner {
         let Some(slot) = self.admission.slot(&mut ticket, &cancel).await else {
             return Ok(cancelled_before_start());
         };
-        // A warm instance has the default memory cap and no program arguments.
+        // A warm instance has the default memory cap and no program arguments. A stand-in
+        // (served before its snapshot is taken) is not pre-started: its start is the
+        // whole start-up (seconds for python), taken from the compile that replaces it.
         let prestarted = plugin.spec.prestart
+            && !plugin.provisional
             && keeps_sessions(&plugin)
             && request.args.is_empty()
             && limits.memory_bytes as u64 == self.limits.memory_bytes;
