@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import traceback
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -413,5 +414,21 @@ def main(scenarios, label=""):
         with anyio.fail_after(getattr(scenarios[name], "deadline", 240)):
             await scenarios[name]()
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    except BaseExceptionGroup as group:
+        # The SDK nests task groups deeper than a traceback shows: print the failures
+        # themselves, so that a failed scenario says what failed.
+        for leaf in _leaves(group):
+            traceback.print_exception(leaf, file=sys.stderr)
+        raise
     print(f"{label}{name}: ok")
+
+
+def _leaves(group):
+    """The exceptions inside nested exception groups."""
+    for e in group.exceptions:
+        if isinstance(e, BaseExceptionGroup):
+            yield from _leaves(e)
+        else:
+            yield e
