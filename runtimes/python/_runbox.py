@@ -599,6 +599,37 @@ sys.modules["_runbox"] = types.ModuleType("_runbox", __doc__)
 sys.modules["_runbox"].__dict__.update(
     {name: value for name, value in globals().items() if not name.startswith("__")})
 
+# SQLite seeds its own generator from /dev/urandom, which WASI lacks: it falls back to the
+# clock's second, so two runs in one second drew the same random(). A connection made
+# through sqlite3.connect draws random() and randomblob() from the system instead (as the
+# sqlite runtime's shell does, runtimes/sqlite/shell.py: each runtime's snapshot is one
+# program of its own, so each holds its copy).
+import sqlite3
+
+def _sqlite_random():
+    return int.from_bytes(os.urandom(8), "little", signed=True)
+
+def _sqlite_randomblob(n):
+    # As SQLite's: N below 1 is 1, text is read as a number.
+    try:
+        n = int(float(n))
+    except (TypeError, ValueError):
+        n = 0
+    if n > 1_000_000_000:
+        raise OverflowError("string or blob too big")
+    return os.urandom(max(n, 1))
+
+def _sqlite_connecting(connect):
+    @functools.wraps(connect)
+    def wrapper(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.create_function("random", 0, _sqlite_random)
+        connection.create_function("randomblob", 1, _sqlite_randomblob)
+        return connection
+    return wrapper
+
+sqlite3.connect = _sqlite_connecting(sqlite3.connect)
+
 # Everything the snapshot holds (the interpreter's, numpy's, pandas' and matplotlib's
 # objects) is moved out of the cycle collector's reach: a run that allocates a few
 # hundred thousand objects otherwise pays a full collection over all of them (about

@@ -513,22 +513,12 @@ async fn a_resumed_session_is_stored_as_its_state_again() {
 async fn sqlite_runs_from_its_snapshot_with_fresh_randomness() {
     const TEN_S: std::time::Duration = std::time::Duration::from_secs(10);
     let runbox = runbox_of(&["sqlite"]).await;
-    let mut draws = std::collections::HashSet::new();
-    for _ in 0..3 {
-        let out = crate::common::run_on(
-            &runbox,
-            "sqlite",
-            "select random(); select hex(randomblob(8));",
-            TEN_S,
-        )
-        .await
-        .unwrap();
-        assert_eq!(out.exit_code, Some(0), "{}", out.tty());
-        assert!(
-            draws.insert(out.stdout().into_owned()),
-            "a draw repeated: {draws:?}"
-        );
-    }
+    draws_differ(
+        &runbox,
+        "sqlite",
+        "select random(); select hex(randomblob(8));",
+    )
+    .await;
     let out = crate::common::run_on(
         &runbox,
         "sqlite",
@@ -548,4 +538,28 @@ async fn sqlite_runs_from_its_snapshot_with_fresh_randomness() {
         "42\r\n"
     );
     assert_eq!(say(&runbox, &id, "select x, x from t;").await, "6,6\r\n");
+}
+
+/// The same from python: SQLite's generator is never seeded from the clock's second, so
+/// runs in one second draw different numbers through `sqlite3` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sqlite_random_differs_from_run_to_run() {
+    let runbox = runbox_of(&["python"]).await;
+    let code = "import sqlite3\nc = sqlite3.connect(':memory:')\nprint(c.execute('select random(), hex(randomblob(8))').fetchone())";
+    draws_differ(&runbox, "python", code).await;
+}
+
+/// Runs `code` three times (within a second), each completing with an output of its own.
+async fn draws_differ(runbox: &Runbox, runtime: &str, code: &str) {
+    let mut draws = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let out = crate::common::run_on(runbox, runtime, code, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(0), "{}", out.tty());
+        assert!(
+            draws.insert(out.stdout().into_owned()),
+            "a draw repeated: {draws:?}"
+        );
+    }
 }
