@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::common::{run, run_with, runbox};
 use runbox::manifest::Manifest;
 use runbox::plugin::artifact::Progress;
-use runbox::service::RunStatus;
 use runbox::service::{LimitOverrides, RunRequest, Runbox, RunboxOptions};
+use runbox::service::{RunOutcome, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 /// Programs that probe one behaviour, written once per language.
@@ -305,9 +305,16 @@ async fn until_prestarted(runbox: &Runbox, runtime: &str) -> bool {
     true
 }
 
-async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> String {
+/// Runs `code` in `runtime`, with another memory cap when given (which a pre-started
+/// instance cannot serve).
+async fn run_capped(
+    runbox: &Runbox,
+    runtime: &str,
+    code: &str,
+    memory_bytes: Option<u64>,
+) -> RunOutcome {
     let request = RunRequest {
-        runtime: "ruby".into(),
+        runtime: runtime.into(),
         code: code.into(),
         limits: LimitOverrides {
             timeout: None,
@@ -316,7 +323,11 @@ async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> Str
         },
         ..Default::default()
     };
-    let out = runbox.run(request, CancellationToken::new()).await.unwrap();
+    runbox.run(request, CancellationToken::new()).await.unwrap()
+}
+
+async fn ruby_run(runbox: &Runbox, code: &str, memory_bytes: Option<u64>) -> String {
+    let out = run_capped(runbox, "ruby", code, memory_bytes).await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     out.stdout().into_owned()
 }
@@ -370,22 +381,6 @@ async fn a_prestarted_python_sees_nothing_of_the_run_before() {
         ..common::options()
     })
     .await;
-    let run = |code: &'static str, memory_bytes: Option<u64>| {
-        let rb = &rb;
-        async move {
-            let request = RunRequest {
-                runtime: "python".into(),
-                code: code.into(),
-                limits: LimitOverrides {
-                    timeout: None,
-                    memory_bytes,
-                    max_timeout: None,
-                },
-                ..Default::default()
-            };
-            rb.run(request, CancellationToken::new()).await.unwrap()
-        }
-    };
     let probe = "import os, random, numpy as np\n\
                  print('seen' in globals(), os.path.exists('/tmp/left'), os.path.exists('out.txt'))\n\
                  seen = 1\n\
@@ -400,7 +395,7 @@ async fn a_prestarted_python_sees_nothing_of_the_run_before() {
                 "no warm python was started"
             );
         }
-        let out = run(probe, None).await;
+        let out = run_capped(&rb, "python", probe, None).await;
         assert_eq!(out.status, RunStatus::Completed, "{}", out.tty());
         let stdout = out.stdout().into_owned();
         let (first, draw) = stdout.split_once('\n').unwrap();
@@ -418,8 +413,8 @@ async fn a_prestarted_python_sees_nothing_of_the_run_before() {
     // cap runs the ordinary way).
     let error = "x = 1\n1 / 0\n";
     assert!(until_prestarted(&rb, "python").await);
-    let warm = run(error, None).await;
-    let fresh = run(error, Some(256 << 20)).await;
+    let warm = run_capped(&rb, "python", error, None).await;
+    let fresh = run_capped(&rb, "python", error, Some(256 << 20)).await;
     assert_eq!(warm.exit_code, Some(1), "{}", warm.tty());
     assert_eq!(
         (warm.exit_code, warm.stdout(), warm.stderr()),

@@ -425,12 +425,11 @@ async fn start_warm(runner: &Runner, plugin: &LoadedPlugin) -> anyhow::Result<Wa
     let until = tokio::time::Instant::from_std(deadline);
     let start = PluginInstance::with_session(plugin, &sandbox);
     let clock = CallClock::new(deadline, CancellationToken::new());
-    let instance = tokio::time::timeout_at(until, clock::timed(clock, start))
+    let mut instance = tokio::time::timeout_at(until, clock::timed(clock, start))
         .await
         .map_err(|_| anyhow::anyhow!("its start took longer than the default time limit"))??;
     // What the start wrote belongs to no run.
     let _ = sandbox.output.take();
-    let mut instance = instance;
     instance.warm_up(&plugin.spec.name, &runner.prestarts.pages);
     Ok(Warm {
         sandbox,
