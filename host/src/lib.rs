@@ -18,6 +18,7 @@ pub mod files;
 pub mod manifest;
 pub mod mcp;
 pub mod metrics;
+pub mod net;
 pub mod plugin;
 pub mod replica;
 pub mod run;

@@ -163,6 +163,8 @@ pub struct RunboxOptions {
     pub session_hibernate_after: Duration,
     /// Code mode: the upstream servers whose tools programs may call (`--tools-config`).
     pub gateway: Option<Arc<crate::upstream::Gateway>>,
+    /// Network egress by policy (`--net-config`); `None`: nothing is reachable.
+    pub net: Option<Arc<crate::net::Net>>,
 }
 
 impl Default for RunboxOptions {
@@ -185,6 +187,7 @@ impl Default for RunboxOptions {
             session_store: None,
             session_hibernate_after: DEFAULT_HIBERNATE_AFTER,
             gateway: None,
+            net: None,
         }
     }
 }
@@ -357,6 +360,7 @@ impl Runbox {
             prestarts: Default::default(),
             metrics: Default::default(),
             gateway: options.gateway.clone(),
+            net: options.net.clone(),
             commands: Some(Arc::new(RuntimeCommands::new(plugins.values())))
                 .filter(|c| !c.is_empty()),
         };
@@ -446,6 +450,11 @@ impl Runbox {
     /// Code mode's upstream servers, when `--tools-config` named any.
     pub fn gateway(&self) -> Option<&Arc<crate::upstream::Gateway>> {
         self.runner.gateway.as_ref()
+    }
+
+    /// The network policy, when `--net-config` named one.
+    pub fn net(&self) -> Option<&Arc<crate::net::Net>> {
+        self.runner.net.as_ref()
     }
 
     /// Why `runtime` could not be prepared, if that is what became of it.

@@ -21,6 +21,7 @@
 //! - [`runtime_files`]: the programs shipped with the runtimes (`runtimes/NAME/`) pass
 //!   their languages' checks; the sqlite shell's unit tests.
 //! - [`code_mode`]: programs calling the tools of upstream MCP servers (docs/tools.md).
+//! - [`network`]: programs reaching loopback HTTP(S) servers by policy (docs/network.md).
 //! - [`shell_hub`]: the other runtimes as commands of `shell`, in pipes and on its files.
 //! - [`snapshots`]: sessions as snapshots: a session's state copied into forks.
 //! - [`app`]: the result app (an MCP App) in headless Chromium, fed real results.
@@ -47,6 +48,7 @@ mod install;
 mod languages;
 mod layers;
 mod mcp;
+mod network;
 mod packages;
 mod runtime_files;
 mod runtimes;

@@ -191,6 +191,12 @@ impl Interpreter {
         *self.host.tools_dir.borrow_mut() = dir.to_path_buf();
     }
 
+    /// Points `fetch` at the device in `dir` instead of `/net`.
+    #[cfg(test)]
+    pub fn set_net_dir(&mut self, dir: &Path) {
+        *self.host.net_dir.borrow_mut() = dir.to_path_buf();
+    }
+
     /// Writes what an uncaught exception or an unhandled rejection says to stderr.
     fn report(&mut self, stop: Stop) {
         let text = self.describe(stop);

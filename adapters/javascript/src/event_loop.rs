@@ -51,6 +51,8 @@ pub(crate) struct Host {
     /// Where `tools.json` and the device `call` are: `/tools`, another directory only in
     /// the tests.
     pub(crate) tools_dir: RefCell<PathBuf>,
+    /// Where the network's device `fetch` is: `/net`, another directory only in the tests.
+    pub(crate) net_dir: RefCell<PathBuf>,
 }
 
 impl Host {
@@ -65,6 +67,7 @@ impl Host {
             queue: RefCell::new(Queue::default()),
             started: std::time::Instant::now(),
             tools_dir: RefCell::new(PathBuf::from(runbox_adapter_support::tools::DIR)),
+            net_dir: RefCell::new(PathBuf::from(crate::net::DIR)),
         }
     }
 }

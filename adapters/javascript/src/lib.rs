@@ -10,9 +10,11 @@
 //! `exit`, `exitCode`, `stdin`, `stdout`, `stderr`), `require()` for `fs`, `readline`,
 //! `util` and `events`, `Buffer`, timers, `TextEncoder`/`TextDecoder`, `structuredClone`,
 //! `atob`/`btoa`, QuickJS's `std.in.readAsString()`/`std.exit()`, and the module
-//! `runbox:tools` (the tools of code mode, through the device `/tools/call`). They are
+//! `runbox:tools` (the tools of code mode, through the device `/tools/call`), and `fetch`
+//! with `Headers` and `Response` (the network the host reaches for a program under its
+//! network policy, through the device `/net/fetch`; [`net`]). They are
 //! written in JavaScript: `src/prelude.js` in every interpreter, `src/inspect.js`,
-//! `src/node.js` and `src/tools.js` loaded when a program first uses them (Boa parses slowly; a run should not pay for
+//! `src/node.js`, `src/tools.js` and `src/fetch.js` loaded when a program first uses them (Boa parses slowly; a run should not pay for
 //! what it does not use). A program that is not a script but a module (`import`,
 //! `export`, top-level `await`) runs as a module.
 //!
@@ -32,6 +34,7 @@ mod engine;
 mod event_loop;
 mod modules;
 mod natives;
+mod net;
 mod output;
 mod typescript;
 
@@ -43,6 +46,9 @@ mod typescript_tests;
 
 #[cfg(test)]
 mod tools_tests;
+
+#[cfg(test)]
+mod fetch_tests;
 
 #[cfg(target_arch = "wasm32")]
 mod guest;

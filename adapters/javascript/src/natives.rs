@@ -1,5 +1,5 @@
 //! The natives: the primitives in Rust the prelude builds the globals from (output,
-//! standard input, files, `exit`, the clock, the tools' device).
+//! standard input, files, `exit`, the clock, the tools' device, the network's device).
 
 use std::path::Path;
 
@@ -25,6 +25,7 @@ pub(crate) const PARTS: &[(&str, &str, &str)] = &[
     ("inspect", "runbox:inspect.js", include_str!("inspect.js")),
     ("node", "runbox:node.js", include_str!("node.js")),
     ("tools", "runbox:tools.js", include_str!("tools.js")),
+    ("fetch", "runbox:fetch.js", include_str!("fetch.js")),
 ];
 
 /// The object of native functions handed to the prelude.
@@ -51,6 +52,10 @@ pub(crate) fn natives(context: &mut Context) -> JsObject {
         ("decodeUtf8", 3, native_decode_utf8),
         ("toolCall", 1, native_tool_call),
         ("toolsManifest", 0, native_tools_manifest),
+        ("netFetch", 1, native_net_fetch),
+        ("environ", 0, native_environ),
+        ("encodeBase64", 1, native_encode_base64),
+        ("decodeBase64", 1, native_decode_base64),
     ] {
         natives.function(
             NativeFunction::from_fn_ptr(function),
@@ -184,6 +189,47 @@ fn native_tools_manifest(_: &JsValue, _: &[JsValue], context: &mut Context) -> J
         Some(text) => JsString::from(text.as_str()).into(),
         None => JsValue::null(),
     })
+}
+
+/// `netFetch(request)`: one request through the network's device (`/net/fetch`): the
+/// request's JSON text in, the answer's out; `null` when there is no device (no network
+/// policy).
+fn native_net_fetch(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let request = string_arg(args, 0, context)?;
+    let dir = Host::from_context(context).net_dir.borrow().clone();
+    Ok(match crate::net::fetch(&dir, request.as_bytes()) {
+        Some(answer) => JsString::from(answer.as_str()).into(),
+        None => JsValue::null(),
+    })
+}
+
+/// `environ()`: the run's environment (a network policy's secret placeholders among it),
+/// as an object.
+fn native_environ(_: &JsValue, _: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let env = JsObject::with_object_proto(context.intrinsics());
+    for (name, value) in std::env::vars() {
+        env.create_data_property_or_throw(
+            JsString::from(name.as_str()),
+            JsString::from(value.as_str()),
+            context,
+        )?;
+    }
+    Ok(env.into())
+}
+
+/// `encodeBase64(data)`: the bytes of a typed array (or a string's UTF-8) in base64.
+fn native_encode_base64(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let bytes = bytes_arg(&arg(args, 0), context)?;
+    Ok(JsString::from(crate::net::encode_base64(&bytes).as_str()).into())
+}
+
+/// `decodeBase64(text)`: the bytes of base64 text, a Uint8Array; a TypeError when it is
+/// not base64.
+fn native_decode_base64(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let text = string_arg(args, 0, context)?;
+    let bytes = crate::net::decode_base64(&text)
+        .ok_or_else(|| JsNativeError::typ().with_message("not base64"))?;
+    Ok(JsUint8Array::from_iter(bytes, context)?.into())
 }
 
 /// `exit(code)`: records the code and unwinds with an error no `catch` can stop.

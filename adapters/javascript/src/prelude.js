@@ -8,7 +8,8 @@
 // `require` for a few Node.js modules (`fs`, `readline`, `util`, `events`), `Buffer`,
 // `readStdin()`, `exit()`, `print()`, and QuickJS's `std` and `scriptArgs` for programs
 // written for the `quickjs` runtime. `require("runbox:tools")` (and the module of that name)
-// is `tools.js`, the tools of code mode.
+// is `tools.js`, the tools of code mode; `fetch`, `Headers` and `Response` are `fetch.js`,
+// the network the host reaches for a program (docs/network.md).
 (function (natives) {
   "use strict";
 
@@ -27,20 +28,31 @@
   const inspectModule = (shared.inspectModule = lazy("inspect"));
   const nodeModule = (shared.nodeModule = lazy("node"));
   const toolsModule = lazy("tools");
-  // A global that loads its part when first read.
-  const lazyGlobal = (name, get) =>
+  const fetchModule = lazy("fetch");
+  // A global that loads its part when first read. It stays an accessor: Boa 0.22 caches a
+  // global's lookup at each place that reads it, and a place that once read it through
+  // its getter goes on calling that slot as a getter after the property became a data
+  // property (`for (…) Buffer.from(…)` in a module called the class `Buffer` the second
+  // time round).
+  const lazyGlobal = (name, get) => {
+    let value;
+    let loaded = false;
     Object.defineProperty(G, name, {
       configurable: true,
       enumerable: false,
       get() {
-        const value = get();
-        define(G, name, value);
+        if (!loaded) {
+          value = get();
+          loaded = true;
+        }
         return value;
       },
-      set(value) {
-        define(G, name, value);
+      set(replacement) {
+        value = replacement;
+        loaded = true;
       },
     });
+  };
 
   // `console.log`'s text: strings and numbers joined by spaces without loading `inspect`.
   function format(...args) {
@@ -151,9 +163,17 @@
     if (code === undefined || code === null) code = process.exitCode;
     natives.exit(code === undefined || code === null ? 0 : Number(code) | 0);
   };
+  // The run's environment, read when first used (a network policy's secret placeholders
+  // are in it, docs/network.md).
+  let env;
   const process = {
     argv,
-    env: {},
+    get env() {
+      return env === undefined ? (env = natives.environ()) : env;
+    },
+    set env(value) {
+      env = value;
+    },
     platform: "wasi",
     versions: { boa: natives.version },
     exitCode: undefined,
@@ -247,6 +267,10 @@
   lazyGlobal("Buffer", () => nodeModule().Buffer);
   lazyGlobal("TextEncoder", () => nodeModule().TextEncoder);
   lazyGlobal("TextDecoder", () => nodeModule().TextDecoder);
+  // The network (`fetch.js`): the host makes the requests its policy allows.
+  lazyGlobal("fetch", () => fetchModule().fetch);
+  if (typeof G.Headers === "undefined") lazyGlobal("Headers", () => fetchModule().Headers);
+  if (typeof G.Response === "undefined") lazyGlobal("Response", () => fetchModule().Response);
   define(G, "readStdin", () => natives.readStdin());
   define(G, "exit", exit);
   define(G, "print", (...args) => print(STDOUT, args));

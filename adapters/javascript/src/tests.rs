@@ -71,6 +71,11 @@ impl Session {
         self.interpreter.set_tools_dir(dir);
     }
 
+    /// Points `fetch` at `dir` instead of `/net`.
+    pub(crate) fn set_net_dir(&mut self, dir: &std::path::Path) {
+        self.interpreter.set_net_dir(dir);
+    }
+
     pub(crate) fn run(&mut self, code: &str) -> (i32, String, String) {
         self.run_with(code, None, &[])
     }

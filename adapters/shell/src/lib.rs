@@ -10,8 +10,9 @@
 //! which is also the working directory.
 //!
 //! Besides bashkit's commands it has `tool` ([`tools`]), which calls a tool of code mode
-//! through the device `/tools/call`, and the other runtimes as commands ([`commands`]:
-//! `python`, `node`, `sqlite3`, `cc`, … as the host offers them).
+//! through the device `/tools/call`; `curl` and `wget` ([`curl`], [`wget`]), whose requests
+//! the host makes through the device `/net/fetch` ([`net`]); and the other runtimes as
+//! commands ([`commands`]: `python`, `node`, `sqlite3`, `cc`, … as the host offers them).
 //!
 //! [`shell`] is the interpreter, plain Rust tested natively with
 //! `cargo test --manifest-path adapters/Cargo.toml -p runbox-adapter-shell --target x86_64-unknown-linux-gnu`;
@@ -22,9 +23,12 @@
 
 mod bc;
 mod commands;
+mod curl;
 mod files;
+mod net;
 mod shell;
 mod tools;
+mod wget;
 
 #[cfg(test)]
 mod gnu_tests;

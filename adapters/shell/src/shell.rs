@@ -13,8 +13,10 @@ use bashkit::{
 };
 
 use crate::commands::{Commands, ProgramCommand, RuntimeCommand, PROGRAM_INTERPRETER};
+use crate::curl::CurlCommand;
 use crate::files::RealFiles;
 use crate::tools::ToolCommand;
+use crate::wget::WgetCommand;
 
 /// Where a script's output goes, as it is written.
 pub trait Output: Send + Sync {
@@ -38,7 +40,8 @@ pub struct Shell {
 
 impl Shell {
     /// A shell whose `/` is the directory `root`, writing to `output`. Its `tool` command
-    /// calls through `root`'s `tools/call` (`/tools/call` in the component).
+    /// calls through `root`'s `tools/call` (`/tools/call` in the component), its `curl` and
+    /// `wget` through `root`'s `net/fetch` (`/net/fetch`).
     ///
     /// The host's `commands` (the other runtimes: `python`, `cc`, …) are commands too.
     pub fn new(
@@ -66,18 +69,28 @@ impl Shell {
             .max_live_intermediate_bytes(u64::MAX)
             .timeout(Duration::from_secs(365 * 24 * 3600));
         let tools = ToolCommand::new(root.join("tools"));
+        let net = root.join("net");
         let files = Arc::new(PosixFs::new(RealFiles::new(root)));
-        let bash = Bash::builder()
+        let mut bash = Bash::builder()
             .fs(files)
             // No made-up /etc, /proc or /usr/bin over the scratch directory.
             .rootfs(false)
             .cwd("/")
-            .env("HOME", "/")
+            .env("HOME", "/");
+        // The run's environment (a network policy's secret placeholders among it,
+        // docs/network.md) is the shell's.
+        for (name, value) in std::env::vars() {
+            bash = bash.env(&name, &value);
+        }
+        let bash = bash
             .limits(limits)
             .session_limits(SessionLimits::unlimited())
             .memory_limits(MemoryLimits::unlimited())
             .builtin("bc", Box::new(crate::bc::BcCommand))
-            .builtin("tool", Box::new(tools));
+            .builtin("tool", Box::new(tools))
+            // In place of bashkit's own, which need an HTTP client of their own.
+            .builtin("curl", Box::new(CurlCommand::new(net.clone())))
+            .builtin("wget", Box::new(WgetCommand::new(net)));
         let bash = with_commands(bash, commands).build();
         Ok(Shell {
             bash,

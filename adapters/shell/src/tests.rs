@@ -334,6 +334,536 @@ mod tool_command {
     }
 }
 
+/// `curl` and `wget`, with a regular file standing in for the device `net/fetch`: spaces
+/// the request overwrites, then the answer (read from where the request ended, so the
+/// spaces left over are whitespace before the answer's JSON).
+mod network {
+    use super::*;
+    use crate::net::{base64_encode, NO_NETWORK};
+    use serde_json::{json, Value};
+
+    const ROOM: usize = 16 * 1024;
+
+    fn with_net() -> Session {
+        let s = Session::new();
+        std::fs::create_dir(s.dir.path().join("net")).unwrap();
+        s
+    }
+
+    /// The device answers `answer` to the next request.
+    fn answer(s: &Session, answer: Value) {
+        s.file("net/fetch", &format!("{}{answer}", " ".repeat(ROOM)));
+    }
+
+    /// An answer of the server's: `status`, `headers`, `body`.
+    fn reply(s: &Session, status: u16, reason: &str, headers: Value, body: &[u8]) {
+        answer(
+            s,
+            json!({"ok": true, "status": status, "reason": reason, "url": "https://api.example.com/v1/items",
+                   "redirected": false, "headers": headers, "body_base64": base64_encode(body),
+                   "truncated": false}),
+        );
+    }
+
+    fn refuse(s: &Session, kind: &str, message: &str) {
+        answer(s, json!({"ok": false, "error": kind, "message": message}));
+    }
+
+    /// The request the command wrote to the device.
+    fn sent(s: &Session) -> Value {
+        let text = std::fs::read_to_string(s.dir.path().join("net/fetch")).unwrap();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .next()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
+        request["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|pair| pair[0].as_str().unwrap().eq_ignore_ascii_case(name))
+            .map(|pair| pair[1].as_str().unwrap())
+    }
+
+    fn read(s: &Session, name: &str) -> Vec<u8> {
+        std::fs::read(s.dir.path().join(name)).unwrap()
+    }
+
+    const URL: &str = "https://api.example.com/v1/items";
+
+    #[test]
+    fn curl_gets_a_url_and_prints_the_body() {
+        let mut s = with_net();
+        reply(
+            &s,
+            200,
+            "OK",
+            json!([["content-type", "application/json"]]),
+            br#"{"a": [1, 2]}"#,
+        );
+        assert_eq!(s.run(&format!("curl {URL}")), ok(r#"{"a": [1, 2]}"#));
+        let request = sent(&s);
+        assert_eq!(request["method"], "GET");
+        assert_eq!(request["url"], URL);
+        assert_eq!(request["follow_redirects"], false);
+        assert!(request.get("body").is_none() && request.get("body_base64").is_none());
+        assert_eq!(header(&request, "accept"), Some("*/*"));
+        assert!(header(&request, "user-agent").unwrap().starts_with("curl/"));
+        // In a pipe, and -L follows redirects.
+        reply(&s, 200, "OK", json!([]), br#"{"a": [1, 2]}"#);
+        assert_eq!(
+            s.run(&format!("curl -sSL {URL} | jq -c '.a'")),
+            ok("[1,2]\n")
+        );
+        assert_eq!(sent(&s)["follow_redirects"], true);
+    }
+
+    #[test]
+    fn curl_sends_methods_headers_and_data() {
+        let mut s = with_net();
+        reply(&s, 201, "Created", json!([]), b"made");
+        let (status, stdout, _) = s.run(&format!(
+            "curl -s -X put -H 'X-Token: __RUNBOX_SECRET_API_TOKEN__' -H 'Accept: text/plain' -d a=1 --data 'b=2 3' {URL}"
+        ));
+        assert_eq!((status, stdout.as_str()), (0, "made"));
+        let request = sent(&s);
+        assert_eq!(request["method"], "PUT");
+        assert_eq!(request["body"], "a=1&b=2 3");
+        assert_eq!(
+            header(&request, "content-type"),
+            Some("application/x-www-form-urlencoded")
+        );
+        assert_eq!(header(&request, "accept"), Some("text/plain"));
+        assert_eq!(
+            header(&request, "x-token"),
+            Some("__RUNBOX_SECRET_API_TOKEN__")
+        );
+
+        // -d alone makes a POST; `-H 'Name:'` removes curl's own header; --json.
+        reply(&s, 200, "OK", json!([]), b"");
+        s.run(&format!(
+            "curl -H 'User-Agent:' --json '{{\"a\": 1}}' {URL}"
+        ));
+        let request = sent(&s);
+        assert_eq!(request["method"], "POST");
+        assert_eq!(request["body"], "{\"a\": 1}");
+        assert_eq!(header(&request, "content-type"), Some("application/json"));
+        assert_eq!(header(&request, "accept"), Some("application/json"));
+        assert_eq!(header(&request, "user-agent"), None);
+
+        // -G puts the data in the query; -u and -A.
+        reply(&s, 200, "OK", json!([]), b"");
+        s.run(&format!(
+            "curl -G -d q=x --data-urlencode 'name=a b&c' -u user:pass -A agent/1 {URL}?page=2"
+        ));
+        let request = sent(&s);
+        assert_eq!(request["method"], "GET");
+        assert_eq!(request["url"], format!("{URL}?page=2&q=x&name=a%20b%26c"));
+        assert!(request.get("body").is_none());
+        assert_eq!(
+            header(&request, "authorization"),
+            Some("Basic dXNlcjpwYXNz")
+        );
+        assert_eq!(header(&request, "user-agent"), Some("agent/1"));
+        assert_eq!(header(&request, "content-type"), None);
+    }
+
+    #[test]
+    fn curl_reads_data_from_files_and_stdin() {
+        let mut s = with_net();
+        std::fs::write(s.dir.path().join("blob.bin"), [0u8, 0xff, b'\n', 1]).unwrap();
+        s.file("form.txt", "a=1\r\nb=2\n");
+        reply(&s, 200, "OK", json!([]), b"");
+        assert_eq!(
+            s.run(&format!("curl -s --data-binary @blob.bin {URL}")).0,
+            0
+        );
+        let request = sent(&s);
+        assert_eq!(request["body_base64"], base64_encode(&[0, 0xff, b'\n', 1]));
+        reply(&s, 200, "OK", json!([]), b"");
+        s.run(&format!("curl -s -d @form.txt {URL}"));
+        assert_eq!(sent(&s)["body"], "a=1b=2");
+        reply(&s, 200, "OK", json!([]), b"");
+        s.run_with(
+            &format!("curl -s --data-binary @- {URL}"),
+            Some("line 1\nline 2\n"),
+            &[],
+        );
+        assert_eq!(sent(&s)["body"], "line 1\nline 2\n");
+        reply(&s, 200, "OK", json!([]), b"");
+        s.run(&format!("curl -s --data-raw @form.txt {URL}"));
+        assert_eq!(sent(&s)["body"], "@form.txt");
+        // A file that is not there: curl's exit 26, nothing sent.
+        reply(&s, 200, "OK", json!([]), b"");
+        let (status, _, stderr) = s.run(&format!("curl -d @missing.txt {URL}"));
+        assert_eq!(status, 26, "{stderr}");
+        assert!(stderr.starts_with("curl: (26) "), "{stderr}");
+    }
+
+    #[test]
+    fn curl_writes_bodies_as_bytes() {
+        let mut s = with_net();
+        let bytes = [0x89u8, b'P', b'N', b'G', 0, 0xff, 0xfe, b'\n'];
+        reply(
+            &s,
+            200,
+            "OK",
+            json!([["content-type", "image/png"]]),
+            &bytes,
+        );
+        assert_eq!(s.run(&format!("curl -s -o out.png {URL}")), ok(""));
+        assert_eq!(read(&s, "out.png"), bytes);
+        reply(&s, 200, "OK", json!([]), &bytes);
+        assert_eq!(s.run(&format!("curl -s {URL} > redirected.png")).0, 0);
+        assert_eq!(read(&s, "redirected.png"), bytes);
+        // -O: the URL's last segment, in the working directory.
+        reply(&s, 200, "OK", json!([]), &bytes);
+        assert_eq!(
+            s.run(&format!("mkdir d && cd d && curl -sO {URL}?x=1")).0,
+            0
+        );
+        assert_eq!(read(&s, "d/items"), bytes);
+        s.run("cd /");
+        // A file that cannot be written: 23.
+        reply(&s, 200, "OK", json!([]), &bytes);
+        let (status, _, stderr) = s.run(&format!("curl -sS -o nodir/x {URL}"));
+        assert_eq!(status, 23);
+        assert!(stderr.starts_with("curl: (23) "), "{stderr}");
+        // --create-dirs makes it.
+        reply(&s, 200, "OK", json!([]), &bytes);
+        assert_eq!(
+            s.run(&format!("curl -s --create-dirs -o nodir/x {URL}")).0,
+            0
+        );
+        assert_eq!(read(&s, "nodir/x"), bytes);
+    }
+
+    #[test]
+    fn curl_shows_headers_and_write_out() {
+        let mut s = with_net();
+        let headers = json!([["content-type", "text/plain"], ["x-id", "7"]]);
+        reply(&s, 200, "OK", headers.clone(), b"body");
+        assert_eq!(
+            s.run(&format!("curl -si {URL}")),
+            ok("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-id: 7\r\n\r\nbody")
+        );
+        reply(&s, 200, "OK", headers.clone(), b"");
+        assert_eq!(
+            s.run(&format!("curl -sI {URL}")),
+            ok("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-id: 7\r\n\r\n")
+        );
+        assert_eq!(sent(&s)["method"], "HEAD");
+        reply(&s, 404, "Not Found", headers, b"missing");
+        assert_eq!(
+            s.run(&format!(
+                "curl -s -o /dev/null -w '%{{http_code}}\\n' {URL}"
+            )),
+            ok("404\n")
+        );
+        reply(&s, 200, "OK", json!([]), b"x");
+        assert_eq!(
+            s.run(&format!(
+                "code=$(curl -s -o /dev/null -w '%{{http_code}}' {URL}); echo \"got $code\""
+            )),
+            ok("got 200\n")
+        );
+    }
+
+    #[test]
+    fn curl_without_location_shows_a_redirect_as_it_is() {
+        let mut s = with_net();
+        reply(
+            &s,
+            301,
+            "Moved Permanently",
+            json!([["location", "/v2/items"]]),
+            b"moved",
+        );
+        assert_eq!(
+            s.run(&format!(
+                "curl -s -w ' %{{http_code}} %{{redirect_url}}' {URL}"
+            )),
+            ok("moved 301 https://api.example.com/v2/items")
+        );
+        assert_eq!(sent(&s)["follow_redirects"], false);
+    }
+
+    #[test]
+    fn curl_fail_exits_22_without_the_body() {
+        let mut s = with_net();
+        reply(&s, 404, "Not Found", json!([]), b"no such item");
+        assert_eq!(
+            s.run(&format!("curl -f {URL}")),
+            (
+                22,
+                String::new(),
+                "curl: (22) The requested URL returned error: 404\n".into()
+            )
+        );
+        reply(&s, 404, "Not Found", json!([]), b"no such item");
+        assert_eq!(
+            s.run(&format!("curl -sf {URL}")),
+            (22, String::new(), String::new())
+        );
+        reply(&s, 500, "Internal Server Error", json!([]), b"oops");
+        assert_eq!(
+            s.run(&format!("curl -sSf {URL} || echo failed $?")),
+            (
+                0,
+                "failed 22\n".into(),
+                "curl: (22) The requested URL returned error: 500\n".into()
+            )
+        );
+        // Without -f an error status is an answer like any other.
+        reply(&s, 404, "Not Found", json!([]), b"no such item");
+        assert_eq!(s.run(&format!("curl -s {URL}")), ok("no such item"));
+    }
+
+    #[test]
+    fn curl_fails_like_curl_when_the_host_refuses_or_times_out() {
+        let mut s = with_net();
+        let refused = "https://evil.example.net/ is not allowed by the network policy";
+        refuse(&s, "not_allowed", refused);
+        assert_eq!(
+            s.run("curl https://evil.example.net/"),
+            (7, String::new(), format!("curl: (7) {refused}\n"))
+        );
+        refuse(&s, "not_allowed", refused);
+        assert_eq!(
+            s.run("curl -s https://evil.example.net/"),
+            (7, String::new(), String::new())
+        );
+        refuse(&s, "not_allowed", refused);
+        assert_eq!(
+            s.run("curl -sS https://evil.example.net/").2,
+            format!("curl: (7) {refused}\n")
+        );
+        refuse(&s, "unavailable", "connection refused");
+        assert_eq!(s.run(&format!("curl {URL}")).0, 7);
+        refuse(&s, "timeout", "the request took longer than 30000 ms");
+        assert_eq!(
+            s.run(&format!("curl -w '%{{http_code}}' {URL}")),
+            (
+                28,
+                "000".into(),
+                "curl: (28) the request took longer than 30000 ms\n".into()
+            )
+        );
+    }
+
+    #[test]
+    fn curl_and_wget_without_a_network_policy() {
+        let mut s = Session::new();
+        let message = format!("curl: (7) {NO_NETWORK}\n");
+        assert_eq!(
+            s.run("curl https://example.com/"),
+            (7, String::new(), message.clone())
+        );
+        // Said even with -s: nothing else would say why.
+        assert_eq!(
+            s.run("curl -s https://example.com/"),
+            (7, String::new(), message)
+        );
+        assert_eq!(
+            s.run("wget -q https://example.com/"),
+            (4, String::new(), format!("wget: {NO_NETWORK}\n"))
+        );
+        let (status, _, stderr) = s.run("wget https://example.com/");
+        assert_eq!(status, 4);
+        assert!(
+            stderr.ends_with(&format!("wget: {NO_NETWORK}\n")),
+            "{stderr}"
+        );
+        assert!(!s.dir.path().join("index.html").exists());
+    }
+
+    #[test]
+    fn a_cut_answer_says_so() {
+        let mut s = with_net();
+        answer(
+            &s,
+            json!({"ok": true, "status": 200, "reason": "OK", "url": URL, "redirected": false,
+                   "headers": [], "body_base64": base64_encode(b"abcd"), "truncated": true}),
+        );
+        assert_eq!(
+            s.run(&format!("curl -s {URL}")),
+            (
+                0,
+                "abcd".into(),
+                format!("runbox: the answer from {URL} was cut at 4 bytes (the network policy's answer cap)\n")
+            )
+        );
+        answer(
+            &s,
+            json!({"ok": true, "status": 200, "reason": "OK", "url": URL, "redirected": false,
+                   "headers": [], "body_base64": base64_encode(b"abcd"), "truncated": true}),
+        );
+        let (status, stdout, stderr) = s.run(&format!("wget -q -O - {URL}"));
+        assert_eq!((status, stdout.as_str()), (0, "abcd"));
+        assert_eq!(
+            stderr,
+            format!("runbox: the answer from {URL} was cut at 4 bytes (the network policy's answer cap)\n")
+        );
+    }
+
+    #[test]
+    fn curl_usage_errors_exit_2() {
+        let mut s = with_net();
+        let (status, _, stderr) = s.run(&format!("curl --frobnicate {URL}"));
+        assert_eq!(status, 2);
+        assert!(
+            stderr.starts_with("curl: option --frobnicate: is unknown\n"),
+            "{stderr}"
+        );
+        let (status, _, stderr) = s.run("curl -s");
+        assert_eq!(status, 2);
+        assert!(stderr.starts_with("curl: no URL specified\n"), "{stderr}");
+        let (status, _, stderr) = s.run("curl ftp://example.com/f");
+        assert_eq!(
+            (status, stderr.as_str()),
+            (1, "curl: (1) Protocol \"ftp\" not supported\n")
+        );
+        // `--`: what follows is a URL, even with a leading dash.
+        reply(&s, 200, "OK", json!([]), b"x");
+        assert_eq!(s.run("curl -s -- -weird.example.com").0, 0);
+        assert_eq!(sent(&s)["url"], "http://-weird.example.com");
+        let (status, stdout, _) = s.run("curl --help");
+        assert_eq!(status, 0);
+        assert!(stdout.starts_with("Usage: curl"), "{stdout}");
+    }
+
+    #[test]
+    fn curl_takes_several_urls_and_dumps_headers() {
+        let mut s = with_net();
+        reply(&s, 200, "OK", json!([["x-id", "7"]]), b"same");
+        assert_eq!(
+            s.run(&format!("curl -s -o one -o two {URL} {URL} && cat one two")),
+            ok("samesame")
+        );
+        reply(&s, 200, "OK", json!([["x-id", "7"]]), b"body");
+        assert_eq!(
+            s.run(&format!("curl -s -D - {URL}")),
+            ok("HTTP/1.1 200 OK\r\nx-id: 7\r\n\r\nbody")
+        );
+        reply(&s, 200, "OK", json!([]), b"x");
+        s.file("fmt.txt", "code=%{http_code} size=%{size_download}\\n");
+        assert_eq!(
+            s.run(&format!("curl -s -o /dev/null -w @fmt.txt {URL}")),
+            ok("code=200 size=1\n")
+        );
+    }
+
+    #[test]
+    fn wget_takes_a_directory_prefix() {
+        let mut s = with_net();
+        reply(&s, 200, "OK", json!([]), b"saved");
+        assert_eq!(s.run(&format!("wget -q -P downloads/today {URL}")), ok(""));
+        assert_eq!(read(&s, "downloads/today/items"), b"saved");
+    }
+
+    #[test]
+    fn wget_saves_to_the_urls_file() {
+        let mut s = with_net();
+        reply(
+            &s,
+            200,
+            "OK",
+            json!([["content-type", "application/json"]]),
+            b"[1]",
+        );
+        let (status, stdout, stderr) = s.run(&format!("wget {URL}"));
+        assert_eq!((status, stdout.as_str()), (0, ""), "{stderr}");
+        assert!(stderr.contains("200 OK"), "{stderr}");
+        assert!(stderr.contains("'items' saved [3/3]"), "{stderr}");
+        assert_eq!(read(&s, "items"), b"[1]");
+        let request = sent(&s);
+        assert_eq!(request["method"], "GET");
+        assert_eq!(request["follow_redirects"], true);
+        assert!(header(&request, "user-agent").unwrap().starts_with("Wget/"));
+        // The file is there: the next download is items.1.
+        reply(&s, 200, "OK", json!([]), b"[2]");
+        assert_eq!(s.run(&format!("wget -q {URL}")), ok(""));
+        assert_eq!(read(&s, "items.1"), b"[2]");
+        // No path: index.html.
+        reply(&s, 200, "OK", json!([]), b"<html>");
+        assert_eq!(s.run("wget -q https://example.com"), ok(""));
+        assert_eq!(read(&s, "index.html"), b"<html>");
+        // -O FILE and -O -.
+        reply(&s, 200, "OK", json!([]), &[0, 0xff]);
+        assert_eq!(s.run(&format!("wget -q -O data.bin {URL}")), ok(""));
+        assert_eq!(read(&s, "data.bin"), [0, 0xff]);
+        reply(&s, 200, "OK", json!([]), b"to stdout");
+        assert_eq!(s.run(&format!("wget -qO- {URL}")), ok("to stdout"));
+        reply(&s, 200, "OK", json!([]), b"to stdout");
+        assert_eq!(
+            s.run(&format!("wget -q -O - {URL} | tr a-z A-Z")),
+            ok("TO STDOUT")
+        );
+    }
+
+    #[test]
+    fn wget_sends_headers_data_and_methods() {
+        let mut s = with_net();
+        reply(&s, 200, "OK", json!([["x-id", "7"]]), b"done");
+        let (status, stdout, stderr) = s.run(&format!(
+            "wget -q -S -O - --header='X-A: 1' --header 'Accept: text/plain' --post-data='a=1&b=2' {URL}"
+        ));
+        assert_eq!((status, stdout.as_str()), (0, "done"));
+        assert_eq!(stderr, "  HTTP/1.1 200 OK\n  x-id: 7\n");
+        let request = sent(&s);
+        assert_eq!(request["method"], "POST");
+        assert_eq!(request["body"], "a=1&b=2");
+        assert_eq!(header(&request, "x-a"), Some("1"));
+        assert_eq!(header(&request, "accept"), Some("text/plain"));
+        assert_eq!(
+            header(&request, "content-type"),
+            Some("application/x-www-form-urlencoded")
+        );
+        reply(&s, 204, "No Content", json!([]), b"");
+        assert_eq!(
+            s.run(&format!("wget -q -O - --method=DELETE {URL}")),
+            ok("")
+        );
+        assert_eq!(sent(&s)["method"], "DELETE");
+    }
+
+    #[test]
+    fn wget_fails_with_4_or_8() {
+        let mut s = with_net();
+        reply(&s, 404, "Not Found", json!([]), b"nope");
+        let (status, stdout, stderr) = s.run(&format!("wget {URL}"));
+        assert_eq!((status, stdout.as_str()), (8, ""));
+        assert!(stderr.contains("ERROR 404 Not Found."), "{stderr}");
+        assert!(!s.dir.path().join("items").exists());
+        reply(&s, 500, "Internal Server Error", json!([]), b"nope");
+        assert_eq!(
+            s.run(&format!("wget -q {URL}")),
+            (8, String::new(), String::new())
+        );
+        refuse(&s, "not_allowed", "not allowed by the network policy");
+        let (status, _, stderr) = s.run(&format!("wget {URL}"));
+        assert_eq!(status, 4);
+        assert!(
+            stderr.ends_with("wget: not allowed by the network policy\n"),
+            "{stderr}"
+        );
+        refuse(&s, "timeout", "too slow");
+        assert_eq!(s.run(&format!("wget -q {URL}")).0, 4);
+        let (status, _, stderr) = s.run(&format!("wget --bogus {URL}"));
+        assert_eq!(status, 2);
+        assert!(
+            stderr.starts_with("wget: unrecognized option '--bogus'"),
+            "{stderr}"
+        );
+        let (status, _, stderr) = s.run("wget");
+        assert_eq!(status, 1);
+        assert!(stderr.starts_with("wget: missing URL"), "{stderr}");
+    }
+}
+
 /// A host with one command, `upper` (its stdin in capitals, its arguments on stderr), and
 /// programs: a path it runs by printing what it was asked.
 struct FakeHost {

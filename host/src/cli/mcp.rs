@@ -199,6 +199,11 @@ pub struct McpArgs {
     /// that sends more is restarted; the call fails with a `limit` error).
     #[arg(long, env = "RUNBOX_MAX_TOOL_RESULT_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_ANSWER_BYTES)]
     pub max_tool_result_bytes: usize,
+    /// Network egress by policy: a TOML file naming the hosts programs may reach, the
+    /// secrets they may use there (placeholders in the sandbox, values only on the wire)
+    /// and per-run caps (docs/network.md). Without it nothing is reachable.
+    #[arg(long, env = "RUNBOX_NET_CONFIG", value_name = "FILE")]
+    pub net_config: Option<PathBuf>,
 }
 
 impl Default for McpArgs {
@@ -239,6 +244,7 @@ impl Default for McpArgs {
             max_tool_calls: DEFAULT_MAX_TOOL_CALLS,
             max_tool_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_tool_result_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            net_config: None,
         }
     }
 }
@@ -408,6 +414,14 @@ impl McpArgs {
 pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     let mut options = args.runbox_options()?;
     options.gateway = args.start_gateway().await?;
+    options.net = match &args.net_config {
+        Some(path) => {
+            let net = runbox::net::Net::start(runbox::net::NetConfig::load(path)?)?;
+            tracing::info!("{}", net.summary());
+            Some(net)
+        }
+        None => None,
+    };
     let settings = args.server_settings()?;
     let transport = match args.http {
         Some(addr) => {

@@ -179,6 +179,7 @@ impl Deriver<'_> {
             resources_per_store: crate::sandbox::store::MAX_RESOURCES_PER_STORE,
             journal: None,
             tool_calls: None,
+            net_calls: None,
             empty_tools_dir: None,
             commands: None,
         });

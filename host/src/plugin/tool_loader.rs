@@ -33,8 +33,12 @@ pub(super) fn tool_key(tool: &ToolSpec, mounts: &[MountSpec]) -> String {
         for m in mounts {
             key.push_str(&format!(":{}@{}", m.artifact().sha256, m.at));
         }
-        // The snapshot saw `/tools` after the mounts (see `snapshot_on_own_thread`).
-        key.push_str(&format!(":@{}", crate::sandbox::store::TOOLS_MOUNT));
+        // The snapshot saw `/tools` and `/net` after the mounts (see `snapshot_on_own_thread`).
+        key.push_str(&format!(
+            ":@{}:@{}",
+            crate::sandbox::store::TOOLS_MOUNT,
+            crate::net::NET_MOUNT
+        ));
     }
     key
 }
@@ -215,6 +219,12 @@ pub(super) fn snapshot_on_own_thread(
     plan.preopens.push(Preopen {
         host: tools.path().to_path_buf(),
         guest: crate::sandbox::store::TOOLS_MOUNT.into(),
+        writable: false,
+    });
+    // And `/net` after it (empty without a network policy).
+    plan.preopens.push(Preopen {
+        host: tools.path().to_path_buf(),
+        guest: crate::net::NET_MOUNT.into(),
         writable: false,
     });
     // Its compile is waited for as the preparation that asked for it is.

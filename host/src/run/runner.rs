@@ -56,6 +56,8 @@ pub struct Runner {
     pub metrics: RunMetrics,
     /// Code mode: the upstream servers' tools, when the server has a tools config.
     pub gateway: Option<Arc<crate::upstream::Gateway>>,
+    /// Network egress by policy (`--net-config`).
+    pub net: Option<Arc<crate::net::Net>>,
     /// The runtimes a run may start as commands (the shell's `python`), if any.
     pub commands: Option<Arc<super::commands::RuntimeCommands>>,
 }
@@ -86,6 +88,7 @@ impl Runner {
             resources_per_store: self.resources_per_store,
             journal,
             tool_calls: self.gateway.clone().map(crate::upstream::ToolCalls::new),
+            net_calls: self.net.clone().map(crate::net::NetCalls::new),
             empty_tools_dir: Some(self.scratch.empty_dir()),
             commands: self
                 .commands

@@ -178,6 +178,7 @@ impl Sandbox {
             resources_per_store: self.resources_per_store,
             journal: self.journal.clone(),
             tool_calls: self.tool_calls.clone(),
+            net_calls: self.net_calls.clone(),
             empty_tools_dir: self.empty_tools_dir.clone(),
             commands: None,
         })

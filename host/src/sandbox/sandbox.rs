@@ -95,8 +95,11 @@ pub struct SandboxConfig {
     pub journal: Option<crate::sandbox::journal::Journal>,
     /// Code mode: the upstream tools this run may call through `/tools/call`.
     pub tool_calls: Option<Arc<crate::upstream::ToolCalls>>,
-    /// Without `tool_calls`: an empty directory to show at `/tools` instead (see
-    /// `store.rs`); `None` only where no snapshot runs (deriving files).
+    /// Network egress by policy: the requests this run may make through `/net/fetch`.
+    pub net_calls: Option<Arc<crate::net::NetCalls>>,
+    /// Without `tool_calls` (or `net_calls`): an empty directory to show at `/tools` (or
+    /// `/net`) instead (see `store.rs`); `None` only where no snapshot runs (deriving
+    /// files).
     pub empty_tools_dir: Option<PathBuf>,
     /// The other runtimes its plugin may run as commands (`commands.rs`); `None` in a
     /// command's own sandbox and where no plugin runs.
@@ -135,6 +138,9 @@ impl Sandbox {
     pub fn begin_call(&self) {
         self.memory.begin_call();
         if let Some(calls) = &self.tool_calls {
+            calls.begin_call();
+        }
+        if let Some(calls) = &self.net_calls {
             calls.begin_call();
         }
         self.disk.begin_call();

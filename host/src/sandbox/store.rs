@@ -87,24 +87,45 @@ pub fn new_store(
     // Code mode: the tools programs may call, and the device to call them through; an
     // empty `/tools` without them. Always after the mounts, as a snapshot saw it
     // (`componentize/snapshot.rs`: the preopens a snapshot's libc found are all it knows).
-    let devices = match &run.tool_calls {
+    let mut devices = Vec::new();
+    match &run.tool_calls {
         Some(calls) => {
             let dir = calls.dir();
             b.preopened_dir(dir.as_path(), TOOLS_MOUNT, FsPerms::ReadOnly)?;
-            StoreDevices::new(Some(DeviceContext {
-                calls: calls.clone(),
+            devices.push(DeviceContext {
+                service: calls.clone(),
                 journal: run.journal.clone(),
                 dir,
                 memory: run.memory.clone(),
-            }))
+            });
         }
         None => {
             if let Some(empty) = &run.empty_tools_dir {
                 b.preopened_dir(empty, TOOLS_MOUNT, FsPerms::ReadOnly)?;
             }
-            StoreDevices::default()
         }
-    };
+    }
+    // The network (docs/network.md): `/net` after `/tools`, as the snapshot saw it, empty
+    // without a policy; each secret's placeholder in the variable of its name.
+    match &run.net_calls {
+        Some(calls) => {
+            let dir = calls.net.dir();
+            b.preopened_dir(dir.as_path(), crate::net::NET_MOUNT, FsPerms::ReadOnly)?;
+            b.envs(&calls.net.environment());
+            devices.push(DeviceContext {
+                service: calls.clone(),
+                journal: run.journal.clone(),
+                dir,
+                memory: run.memory.clone(),
+            });
+        }
+        None => {
+            if let Some(empty) = &run.empty_tools_dir {
+                b.preopened_dir(empty, crate::net::NET_MOUNT, FsPerms::ReadOnly)?;
+            }
+        }
+    }
+    let devices = StoreDevices::new(devices);
     let mut table = ResourceTable::new();
     table.set_max_capacity(run.resources_per_store);
     let state = StoreState {

@@ -1,8 +1,10 @@
-//! The device `/tools/call` (docs/tools.md): how a program in any runtime calls an
-//! upstream tool. Opening the device's file in the `/tools` mount gives a descriptor the
-//! filesystem (`sandbox/filesystem/`) routes here: what the program writes is the request; its
-//! first read sends it through the run's [`ToolCalls`] (its cap, the run's deadline, a
-//! durable session's journal) and the answer is what it reads, to the end.
+//! The devices `/tools/call` (docs/tools.md: how a program in any runtime calls an
+//! upstream tool) and `/net/fetch` (docs/network.md: how it makes an HTTP request the
+//! host checks and makes). Opening a device's file in its mount gives a descriptor the
+//! filesystem (`sandbox/filesystem/`) routes here: what the program writes is the
+//! request; its first read sends it through the run's [`DeviceService`] (its caps, the
+//! run's deadline, a durable session's journal) and the answer is what it reads, to the
+//! end.
 //!
 //! A file, not a new import, so that every runtime has it already: a preview1 command
 //! (ruby, php, qjs, trealla), a reactor (python), a native component (javascript, shell)
@@ -21,8 +23,26 @@ use super::clock;
 use crate::budget::memory::{MemoryBudget, Reservation};
 use crate::sandbox::journal::Journal;
 use crate::upstream::answer::{Answer, Failure};
-use crate::upstream::gateway::DEVICE_NAME;
-use crate::upstream::ToolCalls;
+
+/// What answers a device's requests for one run: code mode's tool calls
+/// (`upstream::ToolCalls`) or the network's requests (`net::NetCalls`).
+#[async_trait::async_trait]
+pub trait DeviceService: Send + Sync {
+    /// The device's path in the sandbox, for messages (`/tools/call`).
+    fn path(&self) -> &'static str;
+    /// The device's file name in the directory it is shown in.
+    fn file_name(&self) -> &'static str;
+    /// The largest request a program may write.
+    fn max_request_bytes(&self) -> usize;
+    /// Counts one more open device descriptor, if fewer than `max` are open.
+    fn device_opened(&self, max: usize) -> bool;
+    /// Counts one device descriptor less.
+    fn device_closed(&self);
+    /// Makes one call (from the run's caps): the answer's bytes.
+    async fn call(&self, request: &[u8], memory: &MemoryBudget) -> Answer;
+    /// Counts a call the run's deadline cut short.
+    fn timed_out(&self);
+}
 
 /// Device descriptors one run may hold open at once (its stores together): a binding
 /// holds one per call, so this is room for any program, and a bound on what a program
@@ -61,7 +81,7 @@ struct Pending {
 }
 
 /// One of the run's [`MAX_OPEN_DEVICES`], taken while a device descriptor is open.
-struct OpenSlot(Arc<ToolCalls>);
+struct OpenSlot(Arc<dyn DeviceService>);
 
 impl Drop for OpenSlot {
     fn drop(&mut self) {
@@ -69,22 +89,23 @@ impl Drop for OpenSlot {
     }
 }
 
-/// What a store needs to serve the device: the run's tool calls and journal, the
-/// `/tools` directory it was shown, and the device descriptors open now (by handle).
+/// What a store needs to serve its devices: each device's service, journal and
+/// directory, and the device descriptors open now (by handle, with their device).
 #[derive(Default)]
 pub struct StoreDevices {
-    ctx: Option<DeviceContext>,
-    open: HashMap<u32, (Arc<Mutex<DeviceCall>>, OpenSlot)>,
-    /// A request written and closed without being read, for the next open to answer.
-    pending: Option<Pending>,
+    ctxs: Vec<DeviceContext>,
+    open: HashMap<u32, (Arc<Mutex<DeviceCall>>, OpenSlot, usize)>,
+    /// A request written and closed without being read, for the next open of the same
+    /// device to answer.
+    pending: Option<(usize, Pending)>,
 }
 
-/// The run's side of the device.
+/// The run's side of one device.
 #[derive(Clone)]
 pub struct DeviceContext {
-    pub calls: Arc<ToolCalls>,
+    pub service: Arc<dyn DeviceService>,
     pub journal: Option<Journal>,
-    /// The `/tools` directory this store was shown.
+    /// The directory this store was shown the device in.
     pub dir: Arc<PathBuf>,
     /// The run's memory budget (which draws from the server's): requests and answers
     /// held for the program are charged to it.
@@ -93,29 +114,30 @@ pub struct DeviceContext {
 
 /// Why the device cannot be opened now.
 #[derive(Debug, thiserror::Error)]
-#[error("the run already holds {MAX_OPEN_DEVICES} open /tools/call descriptors, the most one run may hold; close one first")]
+#[error("the run already holds {MAX_OPEN_DEVICES} open descriptors of a device (/tools/call, /net/fetch), the most one run may hold; close one first")]
 pub struct TooManyOpen;
 
 impl StoreDevices {
-    pub fn new(ctx: Option<DeviceContext>) -> StoreDevices {
+    pub fn new(ctxs: Vec<DeviceContext>) -> StoreDevices {
         StoreDevices {
-            ctx,
+            ctxs,
             open: HashMap::new(),
             pending: None,
         }
     }
 
-    /// Whether opening `path` under the directory `dir` opens the device.
-    pub fn is_device(&self, dir: &std::fs::File, path: &str) -> bool {
-        let Some(ctx) = &self.ctx else { return false };
+    /// Which device opening `path` under the directory `dir` opens, if any.
+    pub fn device_at(&self, dir: &std::fs::File, path: &str) -> Option<usize> {
         let name = path.trim_start_matches("./");
-        name == DEVICE_NAME && crate::upstream::gateway::same_dir(dir, &ctx.dir)
+        self.ctxs.iter().position(|ctx| {
+            name == ctx.service.file_name() && crate::upstream::gateway::same_dir(dir, &ctx.dir)
+        })
     }
 
-    /// Takes one of the run's open devices for an open about to be made.
-    pub fn may_open(&self) -> Result<(), TooManyOpen> {
-        let ctx = self.ctx.as_ref().ok_or(TooManyOpen)?;
-        if ctx.calls.device_opened(MAX_OPEN_DEVICES) {
+    /// Takes one of the run's open devices for an open of device `which` about to be made.
+    pub fn may_open(&self, which: usize) -> Result<(), TooManyOpen> {
+        let ctx = self.ctxs.get(which).ok_or(TooManyOpen)?;
+        if ctx.service.device_opened(MAX_OPEN_DEVICES) {
             Ok(())
         } else {
             Err(TooManyOpen)
@@ -123,9 +145,9 @@ impl StoreDevices {
     }
 
     /// Gives back the open taken by [`StoreDevices::may_open`] when the open failed.
-    pub fn open_failed(&self) {
-        if let Some(ctx) = &self.ctx {
-            ctx.calls.device_closed();
+    pub fn open_failed(&self, which: usize) {
+        if let Some(ctx) = self.ctxs.get(which) {
+            ctx.service.device_closed();
         }
     }
 
@@ -133,9 +155,18 @@ impl StoreDevices {
     /// answers the request a closed open left unread, if any: so a runtime that cannot
     /// open a file for reading and writing at once writes the request through one open
     /// and reads the answer through the next.
-    pub fn opened(&mut self, handle: u32) {
-        let Some(ctx) = &self.ctx else { return };
-        let call = match self.pending.take() {
+    pub fn opened(&mut self, handle: u32, which: usize) {
+        let Some(ctx) = self.ctxs.get(which) else {
+            return;
+        };
+        let carried = match self.pending.take() {
+            Some((w, pending)) if w == which => Some(pending),
+            other => {
+                self.pending = other;
+                None
+            }
+        };
+        let call = match carried {
             Some(Pending { request, charge }) => DeviceCall {
                 request,
                 request_charge: charge,
@@ -144,25 +175,32 @@ impl StoreDevices {
             },
             None => DeviceCall::default(),
         };
-        let slot = OpenSlot(ctx.calls.clone());
-        self.open.insert(handle, (Arc::new(Mutex::new(call)), slot));
+        let slot = OpenSlot(ctx.service.clone());
+        self.open
+            .insert(handle, (Arc::new(Mutex::new(call)), slot, which));
     }
 
     /// The open device behind `handle`, if it is one.
     pub fn get(&self, handle: u32) -> Option<Device> {
-        let call = self.open.get(&handle)?.0.clone();
-        let ctx = self.ctx.clone()?;
-        Some(Device { call, ctx })
+        let (call, _, which) = self.open.get(&handle)?;
+        let ctx = self.ctxs.get(*which)?.clone();
+        Some(Device {
+            call: call.clone(),
+            ctx,
+        })
     }
 
     pub fn closed(&mut self, handle: u32) {
-        if let Some((call, _slot)) = self.open.remove(&handle) {
+        if let Some((call, _slot, which)) = self.open.remove(&handle) {
             let mut c = lock(&call);
             if c.answer.is_none() && !c.request.is_empty() && c.refused.is_none() {
-                self.pending = Some(Pending {
-                    request: std::mem::take(&mut c.request),
-                    charge: c.request_charge.take(),
-                });
+                self.pending = Some((
+                    which,
+                    Pending {
+                        request: std::mem::take(&mut c.request),
+                        charge: c.request_charge.take(),
+                    },
+                ));
             }
         }
     }
@@ -174,7 +212,7 @@ fn lock(call: &Mutex<DeviceCall>) -> std::sync::MutexGuard<'_, DeviceCall> {
 
 /// Why a write to the device is refused: its answer was read already (one call per open).
 #[derive(Debug, thiserror::Error)]
-#[error("this /tools/call descriptor already made its call; open the device again for another")]
+#[error("this device descriptor already made its call; open the device again for another")]
 pub struct AlreadyAnswered;
 
 /// One open of the device, with the run's side of it: what the filesystem's hooks and
@@ -194,7 +232,7 @@ impl Device {
     /// answer is being read. A request past its cap or the memory left is not kept: the
     /// rest is dropped as it comes, and the answer says why.
     pub fn write(&self, bytes: &[u8]) -> Result<(), AlreadyAnswered> {
-        let cap = self.ctx.calls.gateway.settings.max_request_bytes;
+        let cap = self.ctx.service.max_request_bytes();
         let mut c = self.state();
         if c.answer.is_some() {
             return Err(AlreadyAnswered);
@@ -247,31 +285,38 @@ impl Device {
             )
         };
         let ctx = &self.ctx;
-        let bytes = match refused {
-            Some(Refused::Size) => {
-                let cap = ctx.calls.gateway.settings.max_request_bytes;
-                Answer::failed(
-                    Failure::Limit,
-                    format!("the request is over the {cap} byte cap on a tool call's request"),
-                )
-                .bytes
-            }
-            Some(Refused::Memory) => {
-                Answer::failed(
+        let bytes =
+            match refused {
+                Some(Refused::Size) => {
+                    let cap = ctx.service.max_request_bytes();
+                    Answer::failed(
+                        Failure::Limit,
+                        format!(
+                            "the request is over the {cap} byte cap on a request to {}",
+                            ctx.service.path()
+                        ),
+                    )
+                    .bytes
+                }
+                Some(Refused::Memory) => Answer::failed(
                     Failure::Limit,
                     "the request does not fit in the run's memory limit (what it holds besides \
                  is charged there too)",
                 )
-                .bytes
-            }
-            None if request.is_empty() => Answer::failed(
-                Failure::BadRequest,
-                "nothing was written to /tools/call before it was read: write one JSON request \
-                 (through this open, or an open closed just before), then read the answer",
-            )
-            .bytes,
-            None => make_call(&request, ctx).await,
-        };
+                .bytes,
+                None if request.is_empty() => {
+                    Answer::failed(
+                        Failure::BadRequest,
+                        format!(
+                            "nothing was written to {} before it was read: write one JSON request \
+                     (through this open, or an open closed just before), then read the answer",
+                            ctx.service.path()
+                        ),
+                    )
+                    .bytes
+                }
+                None => make_call(&request, ctx).await,
+            };
         drop(request);
         // What the program has not read yet is the host's memory: the run pays for it.
         let (bytes, charged) = match ctx.memory.reserve(bytes.len()) {
@@ -280,7 +325,7 @@ impl Device {
                 let refused = Answer::failed(
                     Failure::Limit,
                     format!(
-                        "the tool's answer ({} bytes) does not fit in the run's memory limit",
+                        "the answer ({} bytes) does not fit in the run's memory limit",
                         bytes.len()
                     ),
                 )
@@ -360,21 +405,19 @@ async fn make_call(request: &[u8], ctx: &DeviceContext) -> Vec<u8> {
         )
         .bytes;
     };
-    let answer = match ctx.calls.take_one() {
-        Err(over) => over,
-        Ok(()) => match clock::current() {
-            Some(clock) => tokio::select! {
-                a = ctx.calls.gateway.call(request) => a,
-                _ = clock.reached() => {
-                    ctx.calls.gateway.count("-", "-", Failure::Timeout.as_str());
-                    Answer::failed(Failure::Timeout, "the run's time limit came while the tool call was under way")
-                }
-                _ = clock.cancel().cancelled() => {
-                    Answer::failed(Failure::Unavailable, "the run was cancelled while the tool call was under way")
-                }
-            },
-            None => ctx.calls.gateway.call(request).await,
+    let service = &ctx.service;
+    let answer = match clock::current() {
+        Some(clock) => tokio::select! {
+            a = service.call(request, &ctx.memory) => a,
+            _ = clock.reached() => {
+                service.timed_out();
+                Answer::failed(Failure::Timeout, "the run's time limit came while the call was under way")
+            }
+            _ = clock.cancel().cancelled() => {
+                Answer::failed(Failure::Unavailable, "the run was cancelled while the call was under way")
+            }
         },
+        None => service.call(request, &ctx.memory).await,
     };
     if let Some(journal) = &ctx.journal {
         journal.record_tool(request, &answer.bytes);
@@ -446,7 +489,7 @@ mod tests {
         .unwrap();
         let gateway = Gateway::start(config, GatewaySettings::default()).unwrap();
         let ctx = DeviceContext {
-            calls: ToolCalls::new(gateway.clone()),
+            service: crate::upstream::ToolCalls::new(gateway.clone()),
             journal: None,
             dir: gateway.dir(),
             memory: MemoryBudget::new(memory),
@@ -456,9 +499,9 @@ mod tests {
 
     /// A store's devices with one open, handle 1.
     fn opened(ctx: &DeviceContext) -> (StoreDevices, Device) {
-        let mut devices = StoreDevices::new(Some(ctx.clone()));
-        devices.may_open().unwrap();
-        devices.opened(1);
+        let mut devices = StoreDevices::new(vec![ctx.clone()]);
+        devices.may_open(0).unwrap();
+        devices.opened(1, 0);
         let device = devices.get(1).unwrap();
         (devices, device)
     }
@@ -501,8 +544,8 @@ mod tests {
         first.answer().await;
         assert!(read_all(&first).contains("bad_request"));
         devices.closed(1);
-        devices.may_open().unwrap();
-        devices.opened(2);
+        devices.may_open(0).unwrap();
+        devices.opened(2, 0);
         devices
             .get(2)
             .unwrap()
@@ -510,8 +553,8 @@ mod tests {
             .unwrap();
         devices.closed(2);
         assert!(ctx.memory.used() > 0, "the request left unread is charged");
-        devices.may_open().unwrap();
-        devices.opened(3);
+        devices.may_open(0).unwrap();
+        devices.opened(3, 0);
         let third = devices.get(3).unwrap();
         assert!(third.carries_request());
         third.answer().await;
@@ -565,27 +608,27 @@ mod tests {
     #[tokio::test]
     async fn a_run_holds_so_many_open_devices_at_most_across_its_stores() {
         let (gateway, ctx) = context(1 << 20);
-        let mut first = StoreDevices::new(Some(ctx.clone()));
-        let mut second = StoreDevices::new(Some(ctx.clone()));
+        let mut first = StoreDevices::new(vec![ctx.clone()]);
+        let mut second = StoreDevices::new(vec![ctx.clone()]);
         for handle in 0..MAX_OPEN_DEVICES as u32 {
             let store = if handle % 2 == 0 {
                 &mut first
             } else {
                 &mut second
             };
-            store.may_open().unwrap();
-            store.opened(handle);
+            store.may_open(0).unwrap();
+            store.opened(handle, 0);
         }
-        assert!(first.may_open().is_err() && second.may_open().is_err());
+        assert!(first.may_open(0).is_err() && second.may_open(0).is_err());
         first.closed(0);
-        first.may_open().expect("a closed one makes room");
-        first.opened(100);
+        first.may_open(0).expect("a closed one makes room");
+        first.opened(100, 0);
         // A store that goes (its program ended) gives back what it held.
         drop(second);
         for _ in 0..MAX_OPEN_DEVICES / 2 {
-            first.may_open().unwrap();
+            first.may_open(0).unwrap();
         }
-        assert!(first.may_open().is_err());
+        assert!(first.may_open(0).is_err());
         gateway.stop();
     }
 }

@@ -510,6 +510,40 @@ impl ToolCalls {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::sandbox::tool_device::DeviceService for ToolCalls {
+    fn path(&self) -> &'static str {
+        "/tools/call"
+    }
+
+    fn file_name(&self) -> &'static str {
+        DEVICE_NAME
+    }
+
+    fn max_request_bytes(&self) -> usize {
+        self.gateway.settings.max_request_bytes
+    }
+
+    fn device_opened(&self, max: usize) -> bool {
+        ToolCalls::device_opened(self, max)
+    }
+
+    fn device_closed(&self) {
+        ToolCalls::device_closed(self)
+    }
+
+    async fn call(&self, request: &[u8], _memory: &crate::budget::memory::MemoryBudget) -> Answer {
+        match self.take_one() {
+            Err(over) => over,
+            Ok(()) => self.gateway.call(request).await,
+        }
+    }
+
+    fn timed_out(&self) {
+        self.gateway.count("-", "-", Failure::Timeout.as_str());
+    }
+}
+
 /// Whether `dir` (a directory descriptor's file) is `tools_dir`.
 pub fn same_dir(dir: &std::fs::File, tools_dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -36,7 +36,7 @@ use crate::mcp::handler::tools::create_session::{
 };
 use crate::mcp::handler::tools::fork_session::{self, check_fork_session, ForkSessionOutput};
 use crate::mcp::handler::tools::list_runtimes::{
-    self, Limits, ListRuntimesOutput, ToolServerEntry,
+    self, Limits, ListRuntimesOutput, ToolServerEntry, NO_NETWORK,
 };
 use crate::mcp::handler::tools::run_code::{
     self, check_run_code, run_code_description, tools_description,
@@ -85,6 +85,9 @@ impl RunboxServer {
         let mut description = run_code_description(&runtimes, &limits, max_task_timeout);
         if let Some(gateway) = runbox.gateway() {
             description.push_str(&tools_description(&gateway.catalog()));
+        }
+        if let Some(net) = runbox.net() {
+            description.push_str(&format!("\n\n{} See /net/README.md.", net.summary()));
         }
         route.attr.description = Some(description.into());
         let route = tool_router
@@ -357,6 +360,10 @@ impl RunboxServer {
                 .runbox
                 .gateway()
                 .map(|g| ToolServerEntry::listing(&g.catalog())),
+            network: Some(match self.runbox.net() {
+                Some(net) => net.summary(),
+                None => NO_NETWORK.to_string(),
+            }),
         })
     }
 

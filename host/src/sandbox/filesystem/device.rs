@@ -1,4 +1,4 @@
-//! How a `/tools/call` descriptor (`sandbox/tool_device.rs`) answers the filesystem's
+//! How a device descriptor (`/tools/call`, `/net/fetch`: `sandbox/tool_device.rs`) answers the filesystem's
 //! operations: its open, and each operation `host.rs` hands it. Its writes are the
 //! request, its reads the answer, its size (`stat`) the answer's; truncating, syncing
 //! and flags are no-ops that succeed, as a program expects of a file opened `r+`.
@@ -27,7 +27,7 @@ impl QuotaFsView<'_> {
         self.devices.get(fd.rep())
     }
 
-    /// Opens the device when `path` under `dir` is `/tools/call`: the file itself is
+    /// Opens a device when `path` under `dir` is one (`/tools/call`, `/net/fetch`): the file itself is
     /// opened read-only (the mount is), and the descriptor is served by `tool_device.rs`.
     pub(super) async fn open_device(
         &mut self,
@@ -35,19 +35,19 @@ impl QuotaFsView<'_> {
         path_flags: types::PathFlags,
         path: &str,
     ) -> Option<FsResult<Resource<Descriptor>>> {
-        if !path.ends_with(crate::upstream::gateway::DEVICE_NAME) {
+        if !(path.ends_with(crate::upstream::gateway::DEVICE_NAME)
+            || path.ends_with(crate::net::DEVICE_NAME))
+        {
             return None;
         }
         let dir_file = match self.inner.table.get(dir) {
             Ok(Descriptor::Dir(d)) => d.dir.clone(),
             _ => return None,
         };
-        if !self.devices.is_device(&dir_file, path) {
-            return None;
-        }
+        let which = self.devices.device_at(&dir_file, path)?;
         // The run holds at most so many open devices: a descriptor past it is refused as
         // busy (each holds host memory for its request and answer).
-        if let Err(e) = self.devices.may_open() {
+        if let Err(e) = self.devices.may_open(which) {
             tracing::debug!("{e}");
             return Some(Err(ErrorCode::Busy.into()));
         }
@@ -62,10 +62,10 @@ impl QuotaFsView<'_> {
             )
             .await;
         if opened.is_err() {
-            self.devices.open_failed();
+            self.devices.open_failed(which);
         }
         if let Ok(fd) = &opened {
-            self.devices.opened(fd.rep());
+            self.devices.opened(fd.rep(), which);
             // An open that carries a request written through the one before it is for
             // reading the answer: make the call now, so that every way of reading (a
             // non-blocking one too) finds the answer there.

@@ -108,7 +108,13 @@ pub struct ListRuntimesOutput {
     /// without `--tools-config`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolServerEntry>>,
+    /// What programs may reach over the network, in one line (docs/network.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
+
+/// `network` without `--net-config`.
+pub const NO_NETWORK: &str = "No network: nothing outside the sandbox is reachable (runbox was started without a network policy, --net-config).";
 
 /// One upstream server, as `list_runtimes` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -230,6 +230,9 @@ async fn metrics(State(ops): State<Ops>) -> Response {
     if let Some(gateway) = runbox.gateway() {
         gateway.write_metrics(&mut page);
     }
+    if let Some(net) = runbox.net() {
+        net.write_metrics(&mut page);
+    }
     let (running, waiting) = runbox.runs_and_waiting();
     page.gauge(
         "runbox_runs_in_progress",

@@ -1,0 +1,191 @@
+//! Secrets programs use without seeing them: a placeholder in the sandbox, the value put
+//! in only on the wire to the secret's own hosts, and taken out of what comes back.
+
+use super::config::{HostPattern, NetConfig};
+
+/// One secret with its value, read from runbox's environment at start.
+pub struct LoadedSecret {
+    pub name: String,
+    pub placeholder: String,
+    value: Vec<u8>,
+    hosts: Vec<HostPattern>,
+}
+
+impl std::fmt::Debug for LoadedSecret {
+    // The value is never printed, not even in a debug log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedSecret")
+            .field("name", &self.name)
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a secret cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("the network policy's secret `{name}` reads the environment variable `{env}`, which is not set (or not UTF-8)")]
+    Unset { name: String, env: String },
+    #[error("the network policy's secret `{name}` is empty (environment variable `{env}`)")]
+    Empty { name: String, env: String },
+}
+
+/// What a program finds in place of secret `name`.
+pub fn placeholder(name: &str) -> String {
+    format!("__RUNBOX_SECRET_{name}__")
+}
+
+/// The secrets of `config`, their values read from `env`.
+pub fn load(
+    config: &NetConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<LoadedSecret>, SecretError> {
+    config
+        .secrets
+        .iter()
+        .map(|s| {
+            let value = env(&s.env).ok_or_else(|| SecretError::Unset {
+                name: s.name.clone(),
+                env: s.env.clone(),
+            })?;
+            if value.is_empty() {
+                return Err(SecretError::Empty {
+                    name: s.name.clone(),
+                    env: s.env.clone(),
+                });
+            }
+            Ok(LoadedSecret {
+                name: s.name.clone(),
+                placeholder: placeholder(&s.name),
+                value: value.into_bytes(),
+                hosts: s.hosts.clone(),
+            })
+        })
+        .collect()
+}
+
+impl LoadedSecret {
+    pub fn may_go_to(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h.matches(host))
+    }
+
+    pub fn value_len(&self) -> usize {
+        self.value.len()
+    }
+}
+
+/// The secrets whose placeholders appear in `parts` but which may not be sent to
+/// `host`: a request carrying any of them is refused.
+pub fn misplaced<'s>(secrets: &'s [LoadedSecret], host: &str, parts: &[&[u8]]) -> Vec<&'s str> {
+    secrets
+        .iter()
+        .filter(|s| !s.may_go_to(host))
+        .filter(|s| parts.iter().any(|p| contains(p, s.placeholder.as_bytes())))
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
+/// `bytes` with the placeholders of the secrets that may go to `host` replaced by their
+/// values.
+pub fn put_in(secrets: &[LoadedSecret], host: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for s in secrets.iter().filter(|s| s.may_go_to(host)) {
+        out = replace(&out, s.placeholder.as_bytes(), &s.value);
+    }
+    out
+}
+
+/// `bytes` with every secret's value replaced by its placeholder.
+pub fn scrub(secrets: &[LoadedSecret], bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for s in secrets {
+        out = replace(&out, &s.value, s.placeholder.as_bytes());
+    }
+    out
+}
+
+/// [`scrub`] for text.
+pub fn scrub_text(secrets: &[LoadedSecret], text: &str) -> String {
+    if secrets.is_empty() {
+        return text.to_string();
+    }
+    String::from_utf8_lossy(&scrub(secrets, text.as_bytes())).into_owned()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn replace(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    if needle.is_empty() || haystack.len() < needle.len() {
+        return haystack.to_vec();
+    }
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut i = 0;
+    while i < haystack.len() {
+        if haystack[i..].starts_with(needle) {
+            out.extend_from_slice(with);
+            i += needle.len();
+        } else {
+            out.push(haystack[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn secrets() -> Vec<LoadedSecret> {
+        let config = NetConfig::parse(
+            Path::new("/p"),
+            "[secrets.TOKEN]\nenv = \"T\"\nhosts = [\"api.test\"]\n[secrets.OTHER]\nenv = \"O\"\nhosts = [\"*.other.test\"]",
+        )
+        .unwrap();
+        load(&config, |v| Some(format!("value-of-{v}"))).unwrap()
+    }
+
+    #[test]
+    fn placeholders_become_values_only_for_their_hosts() {
+        let s = secrets();
+        let sent = put_in(
+            &s,
+            "api.test",
+            b"Bearer __RUNBOX_SECRET_TOKEN__ __RUNBOX_SECRET_OTHER__",
+        );
+        assert_eq!(sent, b"Bearer value-of-T __RUNBOX_SECRET_OTHER__");
+        assert_eq!(
+            misplaced(&s, "api.test", &[b"x __RUNBOX_SECRET_OTHER__"]),
+            ["OTHER"]
+        );
+        assert!(misplaced(&s, "a.other.test", &[b"__RUNBOX_SECRET_OTHER__"]).is_empty());
+        assert!(misplaced(&s, "api.test", &[b"no placeholder"]).is_empty());
+    }
+
+    #[test]
+    fn values_are_scrubbed_from_answers() {
+        let s = secrets();
+        assert_eq!(
+            scrub(&s, b"echo: value-of-T, value-of-O!"),
+            b"echo: __RUNBOX_SECRET_TOKEN__, __RUNBOX_SECRET_OTHER__!"
+        );
+        assert!(!format!("{:?}", s[0]).contains("value-of"));
+    }
+
+    #[test]
+    fn a_missing_or_empty_value_is_an_error_at_start() {
+        let config =
+            NetConfig::parse(Path::new("/p"), "[secrets.A]\nenv = \"A\"\nhosts = [\"a\"]").unwrap();
+        assert!(load(&config, |_| None)
+            .unwrap_err()
+            .to_string()
+            .contains("not set"));
+        assert!(load(&config, |_| Some(String::new()))
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+    }
+}

@@ -1,0 +1,341 @@
+"""Network egress by policy (docs/network.md) through the MCP Python SDK: programs in
+python, javascript, typescript and the shell reach loopback HTTP and HTTPS servers this
+script runs, by names the policy maps to 127.0.0.1 (its [resolve], never real DNS), with
+a test CA made here by openssl.
+Usage: network.py SCENARIO.
+
+- runtimes: each runtime's usual calls (urllib and requests, fetch, curl and wget) reach
+  allowed hosts; other hosts, a name resolving to loopback the policy does not name, a
+  redirect to a refused address and the metadata address are refused naming the policy;
+  a secret's placeholder becomes its value only on the wire to its hosts and never comes
+  back; a huge answer is cut at its cap; HTTPS is verified against the test CA.
+- over_http: the same python program over streamable HTTP (the handshake-era client),
+  and /metrics counts requests by host and status.
+- no_policy: without --net-config nothing is reachable, and programs are told why.
+- durable: a resumed session replays a recorded answer and never fetches again.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import ssl
+
+import anyio
+import httpx2
+
+from harness import HttpServer, http_session, main, run_code, stdio_session, text_of
+
+SECRET = "s3cr3t-value-4242"
+PLACEHOLDER = "__RUNBOX_SECRET_API_TOKEN__"
+CAP = 100_000
+WORK = tempfile.mkdtemp(prefix="runbox-network-")
+
+# Every request the loopback servers saw: (Host header, path, all headers and body as text).
+SEEN = []
+SEEN_LOCK = threading.Lock()
+COUNTER = {"n": 0}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _record(self, body):
+        text = "".join(f"{k}: {v}\n" for k, v in self.headers.items()) + body.decode("latin-1")
+        with SEEN_LOCK:
+            SEEN.append((self.headers.get("Host", ""), self.path, text))
+
+    def _send(self, status, body, headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self._record(body)
+        path = self.path
+        if path == "/hello":
+            self._send(200, b"hello from loopback", [("Content-Type", "text/plain")])
+        elif path == "/echo":
+            echo = {"method": self.command, "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "body": body.decode("utf-8", "replace")}
+            # The answer carries whatever secret came in: the host must scrub it.
+            self._send(200, json.dumps(echo).encode(), [("Content-Type", "application/json"),
+                                                        ("X-Echo-Auth", self.headers.get("Authorization", ""))])
+        elif path == "/big":
+            self._send(200, b"x" * (1 << 20), [("Content-Type", "application/octet-stream")])
+        elif path.startswith("/redirect?to="):
+            self._send(302, b"", [("Location", path.split("=", 1)[1])])
+        elif path == "/count":
+            COUNTER["n"] += 1
+            self._send(200, str(COUNTER["n"]).encode())
+        elif path == "/missing":
+            self._send(404, b"no such thing")
+        else:
+            self._send(404, b"?")
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _handle
+
+
+def serve(tls=None):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
+def make_ca():
+    """A test CA and a certificate for secure.test signed by it (openssl's CLI)."""
+    def ossl(*args):
+        subprocess.run(["openssl", *args], cwd=WORK, check=True, capture_output=True)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+         "-days", "2", "-subj", "/CN=runbox test CA")
+    ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+         "-subj", "/CN=secure.test")
+    with open(os.path.join(WORK, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=DNS:secure.test\nbasicConstraints=CA:FALSE\n")
+    ossl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(os.path.join(WORK, "srv.pem"), os.path.join(WORK, "srv.key"))
+    return tls
+
+
+PORT = serve()
+TLS_PORT = serve(make_ca())
+POLICY = os.path.join(WORK, "net.toml")
+with open(POLICY, "w") as f:
+    f.write(f"""
+[[allow]]
+host = "api.test"
+ports = [{PORT}]
+schemes = ["http"]
+addresses = ["127.0.0.1"]
+
+[[allow]]
+host = "secure.test"
+ports = [{TLS_PORT}]
+schemes = ["https"]
+addresses = ["127.0.0.1"]
+
+# Allowed by name, but it resolves to loopback, which this rule does not name.
+[[allow]]
+host = "rebind.test"
+ports = [{PORT}]
+
+[[allow]]
+host = "readonly.test"
+ports = [{PORT}]
+methods = ["GET"]
+addresses = ["127.0.0.1"]
+
+[secrets.API_TOKEN]
+env = "RUNBOX_TEST_API_TOKEN"
+hosts = ["api.test", "secure.test"]
+
+[limits]
+answer_bytes = {CAP}
+
+[resolve]
+"api.test" = ["127.0.0.1"]
+"secure.test" = ["127.0.0.1"]
+"rebind.test" = ["127.0.0.1"]
+"readonly.test" = ["127.0.0.1"]
+"other.test" = ["127.0.0.1"]
+
+[tls]
+ca_files = ["ca.pem"]
+""")
+ARGS = ("--net-config", POLICY)
+ENV = {"RUNBOX_TEST_API_TOKEN": SECRET}
+API = f"http://api.test:{PORT}"
+SECURE = f"https://secure.test:{TLS_PORT}"
+# Refused destinations, each with what its refusal must say.
+REFUSED = [
+    (f"http://other.test:{PORT}/hello", "other.test is not in the network policy"),
+    (f"http://rebind.test:{PORT}/hello", "a loopback address"),
+    (f"{API}/redirect?to=http://127.0.0.1:{PORT}/hello", "127.0.0.1 is not in the network policy"),
+    ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is not in the network policy"),
+]
+
+PYTHON = f"""
+import os, urllib.request, urllib.error, requests
+API, SECURE = {API!r}, {SECURE!r}
+print(urllib.request.urlopen(API + "/hello").read().decode())
+r = requests.post(API + "/echo", json={{"a": 1}}, headers={{"Authorization": "Bearer " + os.environ["API_TOKEN"]}})
+echo = r.json()
+print("auth", echo["headers"]["authorization"], r.headers["X-Echo-Auth"])
+print("body", echo["body"])
+print("follow", urllib.request.urlopen(API + "/redirect?to=/hello").read().decode())
+for url in {[u for u, _ in REFUSED]!r}:
+    try:
+        urllib.request.urlopen(url)
+        print("reached", url)
+    except urllib.error.URLError as e:
+        print("refused", e.reason)
+try:
+    requests.get("http://readonly.test:{PORT}/hello", headers={{"X-Key": os.environ["API_TOKEN"]}})
+except requests.ConnectionError as e:
+    print("refused", e)
+try:
+    requests.post("http://readonly.test:{PORT}/echo", data="x")
+except requests.ConnectionError as e:
+    print("refused", e)
+try:
+    urllib.request.urlopen(API + "/missing")
+except urllib.error.HTTPError as e:
+    print("status", e.code)
+print("big", len(urllib.request.urlopen(API + "/big").read()))
+print(requests.get(SECURE + "/hello").text)
+print("env", os.environ["API_TOKEN"])
+"""
+
+JAVASCRIPT = f"""
+const API = {json.dumps(API)}, SECURE = {json.dumps(SECURE)};
+const token: string = process.env.API_TOKEN;
+console.log(await (await fetch(API + "/hello")).text());
+const r = await fetch(API + "/echo", {{method: "POST", headers: {{"Authorization": "Bearer " + token, "Content-Type": "application/json"}}, body: JSON.stringify({{a: 1}})}});
+const echo: any = await r.json();
+console.log("auth", echo.headers.authorization, r.headers.get("x-echo-auth"));
+console.log("body", echo.body);
+console.log("follow", await (await fetch(API + "/redirect?to=/hello")).text());
+for (const url of {json.dumps([u for u, _ in REFUSED])}) {{
+  try {{ await fetch(url); console.log("reached", url); }}
+  catch (e: any) {{ console.log("refused", e.message); }}
+}}
+try {{ await fetch("http://readonly.test:{PORT}/hello", {{headers: {{"X-Key": token}}}}); }}
+catch (e: any) {{ console.log("refused", e.message); }}
+try {{ await fetch("http://readonly.test:{PORT}/echo", {{method: "POST", body: "x"}}); }}
+catch (e: any) {{ console.log("refused", e.message); }}
+console.log("status", (await fetch(API + "/missing")).status);
+console.log("big", (await (await fetch(API + "/big")).arrayBuffer()).byteLength);
+console.log(await (await fetch(SECURE + "/hello")).text());
+console.log("env", token);
+"""
+
+SHELL = f"""
+API={API}; SECURE={SECURE}
+curl -s "$API/hello"; echo
+auth=$(curl -s -X POST -H "Authorization: Bearer $API_TOKEN" -H 'Content-Type: application/json' -d '{{"a": 1}}' "$API/echo")
+echo "auth $auth"
+echo "follow $(curl -sL "$API/redirect?to=/hello")"
+for url in {' '.join(repr(u) for u, _ in REFUSED)}; do
+  curl -sS -L "$url" >/dev/null 2>err.txt; echo "refused exit $? $(cat err.txt)"
+done
+curl -sS -H "X-Key: $API_TOKEN" "http://readonly.test:{PORT}/hello" 2>&1; echo " exit $?"
+curl -sS -d x "http://readonly.test:{PORT}/echo" 2>&1; echo " exit $?"
+echo "status $(curl -s -o /dev/null -w '%{{http_code}}' "$API/missing")"
+echo "big $(curl -s "$API/big" | wc -c)"
+wget -q -O - "$SECURE/hello"; echo
+echo "env $API_TOKEN"
+"""
+
+
+def seen_secret_hosts():
+    with SEEN_LOCK:
+        return {host.split(":")[0] for host, _, text in SEEN if SECRET in text}
+
+
+def check_common(out, runtime):
+    """What every runtime's program must show (its stdout and stderr)."""
+    stdout, stderr = out["stdout"], out["stderr"]
+    assert SECRET not in json.dumps(out), f"{runtime}: the secret reached the program: {out}"
+    assert "hello from loopback" in stdout, (runtime, out)
+    assert stdout.count(PLACEHOLDER) >= 2, (runtime, "the echo of the secret is scrubbed", out)
+    assert "follow hello from loopback" in stdout, (runtime, out)
+    for _, needle in REFUSED:
+        assert needle in stdout + stderr, (runtime, needle, out)
+    assert f"policy ({POLICY})" in stdout + stderr, (runtime, "the refusal names the policy", out)
+    assert "carries the placeholder of secret API_TOKEN" in stdout + stderr, (runtime, out)
+    assert "POST to http://readonly.test" in stdout + stderr and "only GET" in stdout + stderr, (runtime, out)
+    assert "reached" not in stdout, (runtime, out)
+    assert f"big {CAP}" in stdout, (runtime, "the answer is cut at its cap", out)
+    assert "was cut at 100000 bytes" in stderr, (runtime, out)
+    assert "status 404" in stdout, (runtime, out)
+    assert stdout.count("hello from loopback") >= 3, (runtime, "HTTPS with the test CA", out)
+    assert f"env {PLACEHOLDER}" in stdout, (runtime, out)
+
+
+async def run(session, runtime, code, **extra):
+    result = await run_code(session, runtime=runtime, code=code, timeout_seconds=30, **extra)
+    assert not result.is_error, text_of(result)
+    return result.structured_content
+
+
+async def runtimes():
+    async with stdio_session(*ARGS, env=ENV) as s:
+        listing = (await s.call_tool("list_runtimes", {})).structured_content
+        assert "api.test" in listing["network"], listing
+        tools = await s.list_tools()
+        description = next(t for t in tools.tools if t.name == "run_code").description
+        assert "reachable only through runbox's policy" in description and "API_TOKEN" in description
+        for runtime, code in [("python", PYTHON), ("javascript", JAVASCRIPT.replace(": string", "").replace(": any", "")),
+                              ("typescript", JAVASCRIPT), ("shell", SHELL)]:
+            SEEN.clear()
+            out = await run(s, runtime, code)
+            check_common(out, runtime)
+            assert seen_secret_hosts() == {"api.test"}, (runtime, seen_secret_hosts())
+        readme = await run(s, "shell", "cat /net/README.md")
+        assert PLACEHOLDER in readme["stdout"] and SECRET not in readme["stdout"], readme
+
+
+async def over_http():
+    with HttpServer(*ARGS, env=ENV) as server:
+        async with http_session(server.url, client="legacy") as s:
+            SEEN.clear()
+            out = await run(s, "python", PYTHON)
+            check_common(out, "python over HTTP")
+        base = server.url.rsplit("/mcp", 1)[0]
+        async with httpx2.AsyncClient() as http:
+            metrics = (await http.get(base + "/metrics")).text
+        assert 'runbox_net_requests_total{host="api.test",status="200"}' in metrics, metrics
+        assert 'runbox_net_requests_total{host="other.test",status="not_allowed"}' in metrics, metrics
+        assert SECRET not in metrics
+
+
+async def no_policy():
+    async with stdio_session() as s:
+        listing = (await s.call_tool("list_runtimes", {})).structured_content
+        assert listing["network"].startswith("No network"), listing
+        out = await run(s, "python", f"import urllib.request\nurllib.request.urlopen({API + '/hello'!r})")
+        assert "no network" in out["stderr"] and out["exit_code"] == 1, out
+        out = await run(s, "shell", f"curl -sS {API}/hello; echo \" exit $?\"")
+        assert "no network" in out["stderr"] and "exit 7" in out["stdout"], out
+    with SEEN_LOCK:
+        assert not SEEN, f"a request left without a policy: {SEEN}"
+
+
+async def durable():
+    store = tempfile.mkdtemp(prefix="runbox-network-store-")
+    args = (*ARGS, "--session-store", store, "--session-hibernate-after", "1")
+    async with stdio_session(*args, env=ENV) as s:
+        sid = (await s.call_tool("create_session", {"runtime": "python"})).structured_content["session_id"]
+        fetch = f"import urllib.request\nn = urllib.request.urlopen({API + '/count'!r}).read().decode()\nprint(n)"
+        first = await run(s, "python", fetch, session_id=sid)
+        assert first["stdout"] == "1\n", first
+        # Hibernate (stored), then resume: the request is replayed from the journal.
+        await anyio.sleep(3)
+        out = await run(s, "python", "print(n)", session_id=sid)
+        assert out["stdout"] == "1\n", out
+        out = await run(s, "python", fetch.replace("n = ", "m = ").replace("print(n)", "print(m)"), session_id=sid)
+        assert out["stdout"] == "2\n", f"the replay fetched again: {out}"
+    for path, _, files in os.walk(store):
+        for name in files:
+            with open(os.path.join(path, name), "rb") as f:
+                assert SECRET.encode() not in f.read(), f"the secret is in the stored session {name}"
+
+
+runtimes.deadline = 400
+main({"runtimes": runtimes, "over_http": over_http, "no_policy": no_policy, "durable": durable},
+     label="network ")
