@@ -1015,6 +1015,162 @@ class _RequestsFinder:
 
 sys.meta_path.append(_RequestsFinder)
 
+# Packages at run time (docs/network.md): `pip install NAME` asks the host, through
+# /net/fetch, for pure-Python wheels; their files go under _SITE (in the run's scratch,
+# kept by a session), which is then on the import path. `import pip` is a module of
+# runbox's own when the real one is not installed; `python -m pip` is always this one.
+_SITE = "/.runbox/site-packages"
+_PIP_USAGE = """Usage: pip install [-q] [-U] [-r FILE] REQUIREMENT...
+       pip list | pip freeze | pip --version
+runbox's pip: the host downloads pure-Python wheels (dependencies included) within its
+network policy's [packages] and hands their files over /net/fetch; they are written to
+/.runbox/site-packages, on python's import path (docs/network.md)."""
+_PIP_VERSION = "pip (runbox's: pure-Python wheels through /net/fetch, into /.runbox/site-packages)"
+# Options of pip's that change nothing here.
+_PIP_IGNORED = frozenset(("-U", "--upgrade", "-v", "--verbose", "--user", "--no-cache-dir",
+                          "--disable-pip-version-check", "--no-input", "--break-system-packages",
+                          "--no-warn-script-location", "--progress-bar=off"))
+
+def _site_on_path():
+    if _SITE not in sys.path:
+        sys.path.insert(sys.path.index("/") + 1 if "/" in sys.path else 0, _SITE)
+
+def _pip_fetch(reqs):
+    # The host's install of `reqs`, its files written under _SITE (none unless every path
+    # of the answer stays inside it): the wheels ({name, version, sha256, wheel}), or a
+    # RuntimeError with the host's message.
+    answer = _net_fetch({"install": [str(req) for req in reqs]})
+    if not answer.get("ok"):
+        raise RuntimeError(answer.get("message") or f"the install failed ({answer.get('error', 'unavailable')})")
+    files = []
+    try:
+        for name, content in answer.get("files") or []:
+            parts = name.split("/")
+            if not name or name.startswith("/") or ".." in parts or "\\" in name or "\0" in name:
+                raise RuntimeError(f"the host's answer names a file outside site-packages: {name!r}")
+            files.append((os.path.join(_SITE, *parts), _base64.b64decode(content)))
+    except (TypeError, ValueError) as e:
+        raise RuntimeError(f"the host's answer is not an install's: {e}") from None
+    for path, data in files:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise RuntimeError(f"cannot write {path}: {e.strerror or e}") from None
+    _site_on_path()
+    import importlib
+    importlib.invalidate_caches()
+    return answer.get("installed") or []
+
+def _pip_install(*reqs, quiet=False):
+    """Installs pure-Python packages through the host (`install("humanize",
+    "tabulate==0.9.0")`, dependencies included), printing what pip prints: the wheels
+    installed ({name, version, sha256, wheel}). RuntimeError when they were not."""
+    reqs = [r for req in reqs for r in ([req] if isinstance(req, str) else req)]
+    if not reqs:
+        raise RuntimeError("You must give at least one requirement to install")
+    installed = _pip_fetch(reqs)
+    if installed and not quiet:
+        print("Successfully installed " + " ".join(f"{w.get('name')}-{w.get('version')}" for w in installed))
+        for w in installed:
+            print(f"  {w.get('wheel')} sha256={w.get('sha256')}")
+    return installed
+
+def _pip_installed():
+    # (name, version) of each NAME-VERSION.dist-info in _SITE.
+    try:
+        stems = [name[:-len(".dist-info")] for name in os.listdir(_SITE) if name.endswith(".dist-info")]
+    except OSError:
+        return []
+    return sorted((stem.partition("-")[::2] for stem in stems), key=lambda p: p[0].lower())
+
+def _pip_main(args=None):
+    """pip's command line (`main(["install", "humanize"])`): its exit status."""
+    args = list(sys.argv[1:] if args is None else args)
+    words, quiet, files = [], False, []
+    while args:
+        arg = args.pop(0)
+        if arg in ("-r", "--requirement"):
+            if not args:
+                print(f"ERROR: {arg} option requires 1 argument", file=sys.stderr)
+                return 2
+            files.append(args.pop(0))
+        elif arg.startswith("--requirement="):
+            files.append(arg.partition("=")[2])
+        elif arg in ("-q", "-qq", "-qqq", "--quiet"):
+            quiet = True
+        elif arg in ("-h", "--help", "-V", "--version"):
+            words = ["help" if arg in ("-h", "--help") else "--version"]
+            break
+        elif arg == "--":
+            words += args
+            break
+        elif arg.startswith("-") and arg not in _PIP_IGNORED:
+            print(f"ERROR: no such option: {arg} (runbox's pip takes -q, -U, -r FILE)", file=sys.stderr)
+            return 2
+        elif not arg.startswith("-"):
+            words.append(arg)
+    command, reqs = (words or ["help"])[0], words[1:]
+    if command == "help":
+        print(_PIP_USAGE)
+    elif command == "--version":
+        print(_PIP_VERSION)
+    elif command == "freeze":
+        for name, version in _pip_installed():
+            print(f"{name}=={version}")
+    elif command == "list":
+        packages = _pip_installed()
+        if packages:
+            width = max(len(name) for name, _ in packages + [("Package", "")])
+            version_width = max(len(version) for _, version in packages + [("", "Version")])
+            for name, version in [("Package", "Version"), ("-" * width, "-" * version_width)] + packages:
+                print(f"{name:<{width}} {version}")
+    elif command == "install":
+        try:
+            for name in files:
+                with open(name, encoding="utf-8") as f:
+                    reqs += [line.split(" #")[0].strip() for line in f
+                             if line.strip() and not line.lstrip().startswith(("#", "-"))]
+            if not reqs:
+                raise RuntimeError('You must give at least one requirement to install (see "pip help")')
+            _pip_install(*reqs, quiet=quiet)
+        except OSError as e:
+            print(f"ERROR: Could not open requirements file: {e}", file=sys.stderr)
+            return 1
+        except RuntimeError as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 1
+    else:
+        print(f'ERROR: unknown command "{command}" (runbox\'s pip has install, list, freeze)', file=sys.stderr)
+        return 1
+    return 0
+
+for _function, _name in ((_pip_main, "main"), (_pip_install, "install")):
+    _function.__name__ = _function.__qualname__ = _name
+    _function.__module__ = "pip"
+del _function, _name
+
+class _PipFinder:
+    # `import pip` when no other finder has one: this one is last on sys.meta_path.
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "pip":
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(name, cls, origin="runbox: /net/fetch, docs/network.md")
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        module.__doc__ = _PIP_USAGE
+        module.main, module.install = _pip_main, _pip_install
+
+sys.meta_path.append(_PipFinder)
+
 def _start(path, args=()):
     # Every run starts from the same snapshot: fresh randomness, a /tmp, and the
     # working directory on the import path. numpy's global generator takes 624 words
@@ -1036,6 +1192,10 @@ def _start(path, args=()):
     # before the runtime's own, so that a newer version given there is the one imported.
     if os.path.isdir("/usr/local/lib/site-packages") and "/usr/local/lib/site-packages" not in sys.path:
         sys.path.insert(sys.path.index("/") + 1, "/usr/local/lib/site-packages")
+    # The packages `pip install` put in this scratch (a session's earlier call, or an
+    # earlier run's), before the operator's.
+    if os.path.isdir(_SITE):
+        _site_on_path()
     sys.argv = [path, *args]
 
 def main(path, args=()):
@@ -1071,6 +1231,8 @@ def command(cwd, args):
         if len(rest) < 2:
             print("Argument expected for the -m option\n" + _COMMAND_USAGE, file=sys.stderr)
             raise SystemExit(2)
+        if rest[1] == "pip":
+            raise SystemExit(_pip_main(rest[2:]))
         import runpy
         sys.argv = [rest[1], *rest[2:]]
         sys.path[0:0] = [os.getcwd()]

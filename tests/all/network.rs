@@ -24,3 +24,8 @@ fn without_a_policy_nothing_is_reachable() {
 fn a_resumed_session_replays_answers_without_fetching_again() {
     scenario_with("network.py", &["durable"], "auto");
 }
+
+#[test]
+fn pure_python_packages_install_at_run_time_and_native_ones_are_refused() {
+    scenario_with("network.py", &["packages"], "auto");
+}

@@ -13,12 +13,17 @@ Usage: network.py SCENARIO.
   and /metrics counts requests by host and status.
 - no_policy: without --net-config nothing is reachable, and programs are told why.
 - durable: a resumed session replays a recorded answer and never fetches again.
+- packages: `pip install` of a pure-Python wheel from a local index served on loopback
+  works in a python session and in the shell; a name off the allow-list, wheels with
+  native code and an option passed as a name are refused.
 """
 
 import json
 import os
 import subprocess
+import sys
 import tempfile
+import zipfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import ssl
@@ -79,6 +84,16 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/count":
             COUNTER["n"] += 1
             self._send(200, str(COUNTER["n"]).encode())
+        elif path.startswith("/wheels/"):
+            name = path[len("/wheels/"):]
+            if not name:
+                links = "".join(f'<a href="{n}">{n}</a>\n' for n in sorted(os.listdir(WHEELS)))
+                self._send(200, links.encode(), [("Content-Type", "text/html")])
+            elif name in os.listdir(WHEELS):
+                with open(os.path.join(WHEELS, name), "rb") as f:
+                    self._send(200, f.read(), [("Content-Type", "application/octet-stream")])
+            else:
+                self._send(404, b"no such wheel")
         elif path == "/missing":
             self._send(404, b"no such thing")
         else:
@@ -112,6 +127,25 @@ def make_ca():
     return tls
 
 
+def make_wheels():
+    """A local index: humanize as pip downloads it, and two wheels with native code."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                    "--disable-pip-version-check", "-q", "-d", WHEELS, "humanize==4.11.0"], check=True)
+    platform = "linux_x86_64"
+    for name, tag, entries in [("fakenative", f"py3-none-{platform}", {"fakenative/__init__.py": ""}),
+                               ("sneaky", "py3-none-any", {"sneaky/__init__.py": "", "sneaky/_speed.so": "ELF"})]:
+        dist = f"{name}-1.0.dist-info"
+        entries = {**entries,
+                   f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+                   f"{dist}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n",
+                   f"{dist}/RECORD": ""}
+        with zipfile.ZipFile(os.path.join(WHEELS, f"{name}-1.0-{tag}.whl"), "w") as z:
+            for entry, text in entries.items():
+                z.writestr(entry, text)
+
+
+WHEELS = os.path.join(WORK, "wheels")
+os.makedirs(WHEELS)
 PORT = serve()
 TLS_PORT = serve(make_ca())
 POLICY = os.path.join(WORK, "net.toml")
@@ -156,6 +190,11 @@ answer_bytes = {CAP}
 
 [tls]
 ca_files = ["ca.pem"]
+
+[packages]
+allow = ["humanize", "fakenative", "sneaky"]
+find_links = ["http://127.0.0.1:{PORT}/wheels/"]
+pip = [{json.dumps(sys.executable)}, "-m", "pip"]
 """)
 ARGS = ("--net-config", POLICY)
 ENV = {"RUNBOX_TEST_API_TOKEN": SECRET}
@@ -336,6 +375,33 @@ async def durable():
                 assert SECRET.encode() not in f.read(), f"the secret is in the stored session {name}"
 
 
+async def packages():
+    make_wheels()
+    async with stdio_session(*ARGS, env=ENV) as s:
+        sid = (await s.call_tool("create_session", {"runtime": "python"})).structured_content["session_id"]
+        out = await run(s, "python", "import pip\nprint(pip.main(['install', 'humanize==4.11.0']))", session_id=sid)
+        assert "Successfully installed humanize-4.11.0" in out["stdout"] and "sha256=" in out["stdout"], out
+        out = await run(s, "python", "import humanize\nprint(humanize.intcomma(1234567))", session_id=sid)
+        assert out["stdout"] == "1,234,567\n", out
+        for req, needle in [("requests", "not in the network policy's [packages] allow list"),
+                            ("fakenative", "has native code"), ("sneaky", "holds native code")]:
+            out = await run(s, "python", f"import pip\nprint(pip.main(['install', {req!r}]))", session_id=sid)
+            assert needle in out["stderr"] and out["stdout"].strip().endswith("1"), (req, out)
+        # The device itself, past the binding: an option in place of a name never reaches pip.
+        raw = ("import json\nwith open('/net/fetch', 'r+b', buffering=0) as d:\n"
+               "    d.write(json.dumps({'install': ['--index-url=http://127.0.0.1:1/']}).encode())\n"
+               "    print(d.readall().decode())")
+        out = await run(s, "python", raw, session_id=sid)
+        assert '"bad_request"' in out["stdout"] and "not a package requirement" in out["stdout"], out
+        out = await run(s, "shell", "pip install humanize && python -c 'import humanize; print(humanize.naturalsize(3000000))'")
+        assert "Successfully installed humanize-4.11.0" in out["stdout"] and "3.0 MB" in out["stdout"], out
+        out = await run(s, "shell", "pip install fakenative; echo \"exit $?\"")
+        assert "has native code" in out["stderr"] and "exit 1" in out["stdout"], out
+        listing = (await s.call_tool("list_runtimes", {})).structured_content
+        assert "pip install" in listing["network"], listing
+
+
 runtimes.deadline = 400
-main({"runtimes": runtimes, "over_http": over_http, "no_policy": no_policy, "durable": durable},
+main({"runtimes": runtimes, "over_http": over_http, "no_policy": no_policy, "durable": durable,
+      "packages": packages},
      label="network ")

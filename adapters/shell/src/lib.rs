@@ -11,7 +11,8 @@
 //!
 //! Besides bashkit's commands it has `tool` ([`tools`]), which calls a tool of code mode
 //! through the device `/tools/call`; `curl` and `wget` ([`curl`], [`wget`]), whose requests
-//! the host makes through the device `/net/fetch` ([`net`]); and the other runtimes as
+//! the host makes through the device `/net/fetch` ([`net`]); `pip` ([`pip`]), which installs
+//! pure-Python packages through the same device; and the other runtimes as
 //! commands ([`commands`]: `python`, `node`, `sqlite3`, `cc`, … as the host offers them).
 //!
 //! [`shell`] is the interpreter, plain Rust tested natively with
@@ -26,6 +27,7 @@ mod commands;
 mod curl;
 mod files;
 mod net;
+mod pip;
 mod shell;
 mod tools;
 mod wget;

@@ -1,7 +1,8 @@
 //! The network as the shell's `curl` and `wget` reach it (docs/network.md): one HTTP
-//! request through the host-mediated device `/net/fetch`. One request opens the device for
-//! reading and writing, writes one JSON request and reads one JSON answer to the end of
-//! the file, like code mode's `/tools/call`.
+//! request through the host-mediated device `/net/fetch` (`pip`'s installs go through it
+//! too, [`exchange`]). One request opens the device for reading and writing, writes one
+//! JSON request and reads one JSON answer to the end of the file, like code mode's
+//! `/tools/call`.
 //!
 //! Without a network policy `/net` is empty: every request fails with [`NO_NETWORK`].
 //! The host makes the request (and checks it against the policy); here are only the
@@ -110,7 +111,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(kind: &str, message: impl Into<String>) -> Failure {
+    pub fn new(kind: &str, message: impl Into<String>) -> Failure {
         Failure {
             kind: kind.into(),
             message: message.into(),
@@ -120,6 +121,12 @@ impl Failure {
 
 /// One request through the device in `dir` (`/net` in the component).
 pub fn fetch(dir: &Path, request: &Request) -> Result<Response, Failure> {
+    parse_answer(&exchange(dir, &request.to_json())?)
+}
+
+/// One exchange with the device in `dir`: the JSON `request` written, the answer's text
+/// read to its end.
+pub fn exchange(dir: &Path, request: &str) -> Result<String, Failure> {
     let path = dir.join(DEVICE);
     let mut device = match OpenOptions::new().read(true).write(true).open(&path) {
         Ok(device) => device,
@@ -136,7 +143,7 @@ pub fn fetch(dir: &Path, request: &Request) -> Result<Response, Failure> {
     };
     let mut answer = Vec::new();
     let exchanged = device
-        .write_all(request.to_json().as_bytes())
+        .write_all(request.as_bytes())
         .and_then(|()| device.read_to_end(&mut answer));
     match exchanged {
         Err(e) => Err(Failure::new(
@@ -147,26 +154,37 @@ pub fn fetch(dir: &Path, request: &Request) -> Result<Response, Failure> {
             "unavailable",
             format!("the request through {} gave no answer", path.display()),
         )),
-        Ok(_) => parse_answer(&String::from_utf8_lossy(&answer)),
+        Ok(_) => Ok(String::from_utf8_lossy(&answer).into_owned()),
     }
 }
 
-/// The device's answer `text`: the server's answer, or why there is none.
-pub fn parse_answer(text: &str) -> Result<Response, Failure> {
-    let broken = |why: &str| Failure::new("unavailable", format!("the host's answer {why}"));
+/// A failure of the host's answer itself (`why` it is not one).
+fn broken(why: &str) -> Failure {
+    Failure::new("unavailable", format!("the host's answer {why}"))
+}
+
+/// The device's answer `text` as a JSON object with `ok: true`, or why there is none.
+pub fn answer_object(text: &str) -> Result<Map<String, Value>, Failure> {
     let answer: Value =
         serde_json::from_str(text).map_err(|e| broken(&format!("is not JSON ({e})")))?;
     let Value::Object(answer) = answer else {
         return Err(broken("is not a JSON object"));
     };
-    let text_field = |name: &str| answer.get(name).and_then(Value::as_str);
     if answer.get("ok").and_then(Value::as_bool) != Some(true) {
-        let kind = text_field("error").unwrap_or("unavailable");
-        let message = text_field("message")
+        let field = |name: &str| answer.get(name).and_then(Value::as_str);
+        let kind = field("error").unwrap_or("unavailable");
+        let message = field("message")
             .map(str::to_string)
             .unwrap_or_else(|| format!("the request failed ({kind})"));
         return Err(Failure::new(kind, message));
     }
+    Ok(answer)
+}
+
+/// The device's answer `text`: the server's answer, or why there is none.
+pub fn parse_answer(text: &str) -> Result<Response, Failure> {
+    let answer = answer_object(text)?;
+    let text_field = |name: &str| answer.get(name).and_then(Value::as_str);
     let status = answer
         .get("status")
         .and_then(Value::as_u64)

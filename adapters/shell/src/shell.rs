@@ -15,6 +15,7 @@ use bashkit::{
 use crate::commands::{Commands, ProgramCommand, RuntimeCommand, PROGRAM_INTERPRETER};
 use crate::curl::CurlCommand;
 use crate::files::RealFiles;
+use crate::pip::PipCommand;
 use crate::tools::ToolCommand;
 use crate::wget::WgetCommand;
 
@@ -40,8 +41,8 @@ pub struct Shell {
 
 impl Shell {
     /// A shell whose `/` is the directory `root`, writing to `output`. Its `tool` command
-    /// calls through `root`'s `tools/call` (`/tools/call` in the component), its `curl` and
-    /// `wget` through `root`'s `net/fetch` (`/net/fetch`).
+    /// calls through `root`'s `tools/call` (`/tools/call` in the component), its `curl`,
+    /// `wget` and `pip` through `root`'s `net/fetch` (`/net/fetch`).
     ///
     /// The host's `commands` (the other runtimes: `python`, `cc`, …) are commands too.
     pub fn new(
@@ -90,7 +91,11 @@ impl Shell {
             .builtin("tool", Box::new(tools))
             // In place of bashkit's own, which need an HTTP client of their own.
             .builtin("curl", Box::new(CurlCommand::new(net.clone())))
-            .builtin("wget", Box::new(WgetCommand::new(net)));
+            .builtin("wget", Box::new(WgetCommand::new(net.clone())))
+            // Packages at run time, into /.runbox/site-packages (`python -m pip` is the
+            // python runtime's).
+            .builtin("pip", Box::new(PipCommand::new(net.clone())))
+            .builtin("pip3", Box::new(PipCommand::new(net)));
         let bash = with_commands(bash, commands).build();
         Ok(Shell {
             bash,

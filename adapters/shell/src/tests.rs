@@ -862,6 +862,142 @@ mod network {
         assert_eq!(status, 1);
         assert!(stderr.starts_with("wget: missing URL"), "{stderr}");
     }
+
+    /// The device's answer to an install: wheels (name, version) with their files.
+    fn installed(s: &Session, wheels: &[(&str, &str)], files: Value) {
+        let wheels: Vec<Value> = wheels
+            .iter()
+            .map(|(name, version)| {
+                json!({"name": name, "version": version, "sha256": format!("{name}-sum"),
+                       "wheel": format!("{name}-{version}-py3-none-any.whl")})
+            })
+            .collect();
+        answer(s, json!({"ok": true, "installed": wheels, "files": files}));
+    }
+
+    #[test]
+    fn pip_installs_the_hosts_files_under_site_packages() {
+        let mut s = with_net();
+        let init = base64_encode(b"def naturalsize(n):\n    return f'{n} B'\n");
+        installed(
+            &s,
+            &[("humanize", "4.11.0"), ("tabulate", "0.9.0")],
+            json!([
+                ["humanize/__init__.py", init],
+                ["humanize-4.11.0.dist-info/METADATA", "TmFtZTogaHVtYW5pemUK"],
+                ["tabulate.py", base64_encode(b"X = 9\n")],
+                ["tabulate-0.9.0.dist-info/RECORD", ""]
+            ]),
+        );
+        assert_eq!(
+            s.run("pip install -U humanize 'tabulate==0.9.0'"),
+            ok("Successfully installed humanize-4.11.0 tabulate-0.9.0\n  \
+                humanize-4.11.0-py3-none-any.whl sha256=humanize-sum\n  \
+                tabulate-0.9.0-py3-none-any.whl sha256=tabulate-sum\n")
+        );
+        assert_eq!(
+            sent(&s),
+            json!({"install": ["humanize", "tabulate==0.9.0"]})
+        );
+        assert_eq!(
+            read(&s, ".runbox/site-packages/humanize/__init__.py"),
+            b"def naturalsize(n):\n    return f'{n} B'\n"
+        );
+        assert_eq!(read(&s, ".runbox/site-packages/tabulate.py"), b"X = 9\n");
+        assert_eq!(
+            s.run("pip list"),
+            ok("Package  Version\n-------- -------\nhumanize 4.11.0\ntabulate 0.9.0\n")
+        );
+        assert_eq!(
+            s.run("pip3 freeze | sort -r"),
+            ok("tabulate==0.9.0\nhumanize==4.11.0\n")
+        );
+        // -q prints nothing; -r reads requirements (comments, blank lines and options
+        // left out).
+        s.file(
+            "requirements.txt",
+            "# deps\nhumanize>=4  # sizes\n\n--index-url x\nrich\n",
+        );
+        installed(&s, &[("humanize", "4.11.0")], json!([]));
+        assert_eq!(s.run("pip3 -q install -r requirements.txt extra"), ok(""));
+        assert_eq!(
+            sent(&s),
+            json!({"install": ["extra", "humanize>=4", "rich"]})
+        );
+        let (status, stdout, _) = s.run("pip --version");
+        assert!(status == 0 && stdout.starts_with("pip (runbox"), "{stdout}");
+        let (status, stdout, _) = s.run("pip");
+        assert!(
+            status == 0 && stdout.starts_with("Usage: pip install"),
+            "{stdout}"
+        );
+    }
+
+    #[test]
+    fn pip_fails_with_the_hosts_message() {
+        let mut s = with_net();
+        refuse(&s, "not_allowed", "leftpad is not in [packages] allow");
+        assert_eq!(
+            s.run("pip install leftpad"),
+            (
+                1,
+                String::new(),
+                "ERROR: leftpad is not in [packages] allow\n".into()
+            )
+        );
+        // A path outside site-packages: refused, and nothing written.
+        for bad in ["/etc/x.py", "../x.py", "a/../../x.py", "a\\x.py", ""] {
+            installed(&s, &[], json!([["ok.py", "eA=="], [bad, "eA=="]]));
+            let (status, _, stderr) = s.run("pip install evil");
+            assert_eq!(status, 1, "{bad}: {stderr}");
+            assert!(
+                stderr.starts_with("ERROR: the host's answer names a file outside site-packages"),
+                "{stderr}"
+            );
+            assert!(!s.dir.path().join(".runbox/site-packages/ok.py").exists());
+        }
+        answer(
+            &s,
+            json!({"ok": true, "installed": [], "files": [["a.py", "!"]]}),
+        );
+        assert_eq!(
+            s.run("pip install x"),
+            (
+                1,
+                String::new(),
+                "ERROR: the host's answer is not an install's\n".into()
+            )
+        );
+        // Usage: no requirement, an unknown option or command.
+        let (status, _, stderr) = s.run("pip install");
+        assert_eq!(status, 1);
+        assert!(stderr.starts_with("ERROR: You must give"), "{stderr}");
+        let (status, _, stderr) = s.run("pip install --index-url http://x y");
+        assert_eq!(status, 2);
+        assert!(
+            stderr.starts_with("ERROR: no such option: --index-url"),
+            "{stderr}"
+        );
+        let (status, _, stderr) = s.run("pip uninstall y");
+        assert_eq!(status, 1);
+        assert!(
+            stderr.starts_with("ERROR: unknown command \"uninstall\""),
+            "{stderr}"
+        );
+        let (status, _, stderr) = s.run("pip install -r missing.txt");
+        assert_eq!(status, 1);
+        assert!(
+            stderr.starts_with("ERROR: Could not open requirements file"),
+            "{stderr}"
+        );
+        // Without a network policy.
+        let mut s = Session::new();
+        assert_eq!(
+            s.run("pip install humanize"),
+            (1, String::new(), format!("ERROR: {NO_NETWORK}\n"))
+        );
+        assert_eq!(s.run("pip list"), ok(""));
+    }
 }
 
 /// A host with one command, `upper` (its stdin in capitals, its arguments on stderr), and
@@ -949,4 +1085,36 @@ fn the_hosts_commands_sit_in_pipes_and_redirects() {
     // An unknown command is still not found.
     let (status, _, stderr) = s.run("nosuch");
     assert_eq!(status, 127, "{stderr}");
+}
+
+#[test]
+fn python_dash_m_pip_is_the_python_runtimes() {
+    // `python -m pip` is the host's `python` command (the python runtime's pip), not the
+    // shell's `pip`.
+    struct Python(Mutex<Vec<String>>);
+    impl Commands for Python {
+        fn available(&self) -> Vec<(String, String)> {
+            vec![("python".into(), "python".into())]
+        }
+        fn run(
+            &self,
+            name: &str,
+            args: &[String],
+            _: Option<&[u8]>,
+            _: &str,
+        ) -> Result<Finished, String> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{name} {}", args.join(" ")));
+            Ok(Finished::default())
+        }
+    }
+    let host = Arc::new(Python(Mutex::default()));
+    let mut s = Session::with_commands(host.clone());
+    assert_eq!(s.run("python -m pip install -q humanize"), ok(""));
+    assert_eq!(
+        *host.0.lock().unwrap(),
+        ["python -m pip install -q humanize"]
+    );
 }

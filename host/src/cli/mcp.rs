@@ -416,7 +416,8 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     options.gateway = args.start_gateway().await?;
     options.net = match &args.net_config {
         Some(path) => {
-            let net = runbox::net::Net::start(runbox::net::NetConfig::load(path)?)?;
+            let cache = global.cache()?;
+            let net = runbox::net::Net::start(runbox::net::NetConfig::load(path)?, cache.root())?;
             tracing::info!("{}", net.summary());
             Some(net)
         }

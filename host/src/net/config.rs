@@ -34,6 +34,18 @@ struct RawConfig {
     resolve: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     tls: RawTls,
+    packages: Option<RawPackages>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPackages {
+    allow: Vec<String>,
+    index_url: Option<String>,
+    #[serde(default)]
+    find_links: Vec<String>,
+    pip: Option<Vec<String>>,
+    max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +206,8 @@ pub struct NetConfig {
     /// Names answered from here instead of DNS.
     pub resolve: BTreeMap<String, Vec<IpAddr>>,
     pub ca_files: Vec<PathBuf>,
+    /// Packages at run time (`[packages]`), when the policy allows some.
+    pub packages: Option<super::packages::PackagesConfig>,
 }
 
 /// The largest request a program may write to `/net/fetch`.
@@ -314,6 +328,36 @@ impl NetConfig {
             .into_iter()
             .map(|p| if p.is_absolute() { p } else { base.join(p) })
             .collect();
+        let packages = match raw.packages {
+            None => None,
+            Some(p) => {
+                if p.allow.is_empty() {
+                    return Err(invalid(
+                        "[packages] `allow` must name packages (or \"*\")".into(),
+                    ));
+                }
+                if p.pip.as_ref().is_some_and(Vec::is_empty) {
+                    return Err(invalid("[packages] `pip` must name a command".into()));
+                }
+                Some(super::packages::PackagesConfig {
+                    allow: p
+                        .allow
+                        .iter()
+                        .map(|a| {
+                            if a == "*" {
+                                a.clone()
+                            } else {
+                                super::packages::normalise(a)
+                            }
+                        })
+                        .collect(),
+                    index_url: p.index_url,
+                    find_links: p.find_links,
+                    pip: p.pip.unwrap_or_else(super::packages::default_pip),
+                    max_bytes: p.max_bytes.unwrap_or(64 << 20),
+                })
+            }
+        };
         Ok(NetConfig {
             path: path.to_path_buf(),
             allow,
@@ -321,13 +365,25 @@ impl NetConfig {
             limits,
             resolve,
             ca_files,
+            packages,
         })
     }
 
     /// The policy in one line, for `list_runtimes` and the run_code description.
     pub fn summary(&self) -> String {
+        let packages = match &self.packages {
+            Some(p) if p.allow.iter().any(|a| a == "*") => {
+                "; `pip install` of any pure-Python package".to_string()
+            }
+            Some(p) => format!("; `pip install` of {}", p.allow.join(", ")),
+            None => String::new(),
+        };
+        format!("{}{packages}", self.destinations())
+    }
+
+    fn destinations(&self) -> String {
         if self.allow.is_empty() {
-            return "nothing (the network policy allows no destination)".into();
+            return "no destination".into();
         }
         let each: Vec<String> = self
             .allow

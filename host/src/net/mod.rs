@@ -10,6 +10,7 @@
 
 pub mod config;
 mod fetch;
+pub mod packages;
 pub mod policy;
 pub mod secrets;
 mod wire;
@@ -51,6 +52,7 @@ pub struct Net {
     config: NetConfig,
     secrets: Vec<LoadedSecret>,
     tls: Arc<rustls::ClientConfig>,
+    installer: Option<packages::Installer>,
     /// Holds the `/net` directory; removed with the server.
     _root: tempfile::TempDir,
     dir: Arc<PathBuf>,
@@ -67,8 +69,9 @@ impl std::fmt::Debug for Net {
 }
 
 impl Net {
-    /// The network of `config`, its secrets read from runbox's environment.
-    pub fn start(config: NetConfig) -> Result<Arc<Net>, NetError> {
+    /// The network of `config`, its secrets read from runbox's environment; wheels
+    /// installed at run time are kept under `cache_dir`.
+    pub fn start(config: NetConfig, cache_dir: &std::path::Path) -> Result<Arc<Net>, NetError> {
         let secrets = secrets::load(&config, |name| std::env::var(name).ok())?;
         let tls = fetch::tls_config(&config).map_err(NetError::Tls)?;
         let root = tempfile::Builder::new().prefix("runbox-net-").tempdir()?;
@@ -76,10 +79,15 @@ impl Net {
         std::fs::create_dir(&dir)?;
         // The device: an empty file whose opens the sandbox's filesystem turns into requests.
         std::fs::write(dir.join(DEVICE_NAME), b"")?;
+        let installer = config
+            .packages
+            .clone()
+            .map(|p| packages::Installer::new(p, cache_dir.join("net-wheels")));
         let net = Net {
             config,
             secrets,
             tls: Arc::new(tls),
+            installer,
             _root: root,
             dir: Arc::new(dir),
             requests: Mutex::new(BTreeMap::new()),
@@ -222,7 +230,13 @@ impl NetCalls {
 
     async fn request(&self, bytes: &[u8], memory: &MemoryBudget) -> Result<Vec<u8>, Refusal> {
         let net = &self.net;
-        let request = wire::parse(bytes).map_err(|m| Refusal::new(Failure::BadRequest, m))?;
+        let install = wire::install(bytes)
+            .transpose()
+            .map_err(|m| Refusal::new(Failure::BadRequest, m))?;
+        let request = match install {
+            Some(_) => None,
+            None => Some(wire::parse(bytes).map_err(|m| Refusal::new(Failure::BadRequest, m))?),
+        };
         let limits = &net.config.limits;
         if self.made.fetch_add(1, Ordering::SeqCst) >= limits.requests {
             return Err(Refusal::new(
@@ -234,6 +248,19 @@ impl NetCalls {
                 ),
             ));
         }
+        if let Some(reqs) = install {
+            let Some(installer) = &net.installer else {
+                return Err(Refusal::new(
+                    Failure::NotAllowed,
+                    format!(
+                        "the network policy ({}) has no [packages]: nothing can be installed",
+                        net.config.path.display()
+                    ),
+                ));
+            };
+            return installer.install(&reqs, &net.config.path).await;
+        }
+        let request = request.expect("a request when not an install");
         let received = self.received.load(Ordering::SeqCst);
         let bytes_left = limits.bytes.saturating_sub(received);
         if bytes_left == 0 {
@@ -281,10 +308,13 @@ impl crate::sandbox::tool_device::DeviceService for NetCalls {
     }
 
     async fn call(&self, request: &[u8], memory: &MemoryBudget) -> Answer {
-        let host = wire::parse(request)
-            .ok()
-            .and_then(|r| r.url.host_str().map(str::to_ascii_lowercase))
-            .unwrap_or_else(|| "-".into());
+        let host = match wire::install(request) {
+            Some(_) => "pip".to_string(),
+            None => wire::parse(request)
+                .ok()
+                .and_then(|r| r.url.host_str().map(str::to_ascii_lowercase))
+                .unwrap_or_else(|| "-".into()),
+        };
         match self.request(request, memory).await {
             Ok(bytes) => {
                 let status = serde_json::from_slice::<serde_json::Value>(&bytes)

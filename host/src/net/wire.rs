@@ -119,6 +119,20 @@ pub fn parse(bytes: &[u8]) -> Result<NetRequest, String> {
     })
 }
 
+/// The requirements of an install request (`{"install": [...]}`), if it is one.
+pub fn install(bytes: &[u8]) -> Option<Result<Vec<String>, String>> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    let install = value.as_object()?.get("install")?;
+    Some(match install.as_array() {
+        Some(reqs) if value.as_object().is_some_and(|o| o.len() == 1) => reqs
+            .iter()
+            .map(|r| r.as_str().map(str::to_string).ok_or(()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|()| "`install` must be a list of requirement strings".to_string()),
+        _ => Err("an install request is {\"install\": [\"NAME\", …]} and nothing else".to_string()),
+    })
+}
+
 /// An answer as the program sees it (secrets already scrubbed).
 pub struct NetAnswer {
     pub status: u16,
