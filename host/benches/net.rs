@@ -123,6 +123,7 @@ async fn bench(rounds: usize) {
 
 /// The median time of one GET made by the host's own client, a new connection each.
 async fn direct_requests(url: &str, rounds: usize) -> f64 {
+    runbox::net::crypto_ready();
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(0)

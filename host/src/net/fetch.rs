@@ -207,6 +207,7 @@ async fn send_once(
         let message = format!("{}: {}", dest, error_chain(&e.without_url()));
         Refusal::new(Failure::Unavailable, scrub_text(secrets, &message))
     };
+    crypto_ready();
     let client = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -315,6 +316,24 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// The process's TLS cryptography: ring, not aws-lc-rs (it builds with cc alone). rustls
+/// marks ring's provider deprecated for lacking post-quantum key exchange, which nothing
+/// here needs yet.
+#[allow(deprecated)]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// Makes ring the process's TLS provider, once: reqwest (built without a provider of its
+/// own) refuses to build a client before one is installed.
+pub fn crypto_ready() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Installed already (by an embedder): that one serves.
+        let _ = crypto_provider().install_default();
+    });
+}
+
 /// The TLS settings of every request: the system's roots plus the policy's CA files.
 pub fn tls_config(config: &NetConfig) -> Result<rustls::ClientConfig, String> {
     let mut roots = rustls::RootCertStore::empty();
@@ -345,11 +364,7 @@ pub fn tls_config(config: &NetConfig) -> Result<rustls::ClientConfig, String> {
                 .map_err(|e| format!("the CA file {}: {e}", path.display()))?;
         }
     }
-    // ring, not aws-lc-rs: it builds with cc alone. rustls marks its provider deprecated
-    // for lacking post-quantum key exchange, which nothing here needs yet.
-    #[allow(deprecated)]
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use config::{NetConfig, NetConfigError};
+pub use fetch::crypto_ready;
 
 use crate::budget::memory::MemoryBudget;
 use crate::metrics::Exposition;
