@@ -29,3 +29,10 @@ fn a_resumed_session_replays_answers_without_fetching_again() {
 fn pure_python_packages_install_at_run_time_and_native_ones_are_refused() {
     scenario_with("network.py", &["packages"], "auto");
 }
+
+/// A program talking to the device itself, past the bindings: nothing it writes reaches a
+/// host the policy does not name, and a server that never answers cannot hold the run.
+#[test]
+fn hostile_requests_are_refused_and_a_silent_server_cannot_hold_a_run() {
+    scenario_with("network.py", &["hostile"], "auto");
+}

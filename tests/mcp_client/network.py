@@ -13,6 +13,10 @@ Usage: network.py SCENARIO.
   and /metrics counts requests by host and status.
 - no_policy: without --net-config nothing is reachable, and programs are told why.
 - durable: a resumed session replays a recorded answer and never fetches again.
+- hostile: a program writing to the device itself: other schemes, address spellings
+  (IPv6 loopback, a decimal address, user-info before an address), header injection,
+  its own Host header, a redirect loop, a body past the cap and not JSON are refused;
+  the 51st request is past the cap; a server that never answers ends at the deadline.
 - packages: `pip install` of a pure-Python wheel from a local index served on loopback
   works in a python session and in the shell; a name off the allow-list, wheels with
   native code and an option passed as a name are refused.
@@ -23,8 +27,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import zipfile
 import threading
+import time
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import ssl
 
@@ -81,6 +86,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"x" * (1 << 20), [("Content-Type", "application/octet-stream")])
         elif path.startswith("/redirect?to="):
             self._send(302, b"", [("Location", path.split("=", 1)[1])])
+        elif path == "/hang":
+            time.sleep(60)
+        elif path.startswith("/loop"):
+            self._send(302, b"", [("Location", "/loop")])
         elif path == "/count":
             COUNTER["n"] += 1
             self._send(200, str(COUNTER["n"]).encode())
@@ -401,7 +410,62 @@ async def packages():
         assert "pip install" in listing["network"], listing
 
 
+HOSTILE = f"""
+import json, urllib.request, urllib.error
+
+def device(request):
+    with open("/net/fetch", "r+b", buffering=0) as d:
+        d.write(request if isinstance(request, bytes) else json.dumps(request).encode())
+        return json.loads(d.readall())
+
+for label, request in [
+    ("file", {{"url": "file:///etc/passwd"}}),
+    ("ipv6", {{"url": "http://[::1]:{PORT}/hello"}}),
+    ("decimal", {{"url": "http://2130706433:{PORT}/hello"}}),
+    ("userinfo", {{"url": "http://api.test:{PORT}@127.0.0.1:{PORT}/hello"}}),
+    ("header", {{"url": "{API}/hello", "headers": [["X", "a\\r\\nHost: evil"]]}}),
+    ("host header", {{"url": "{API}/hello", "headers": [["Host", "other.test"]]}}),
+    ("loop", {{"url": "{API}/loop"}}),
+    ("not json", b"GET / HTTP/1.1"),
+    ("huge", {{"url": "{API}/echo", "method": "POST", "body": "x" * (17 << 20)}}),
+]:
+    answer = device(request)
+    print(label, answer.get("error"), answer.get("message", "")[:200])
+made = 0
+for i in range(60):
+    answer = device({{"url": "{API}/hello"}})
+    if not answer["ok"]:
+        print("cap", made, answer["error"], answer["message"])
+        break
+    made += 1
+"""
+
+
+async def hostile():
+    async with stdio_session(*ARGS, env=ENV) as s:
+        SEEN.clear()
+        out = await run(s, "python", HOSTILE)
+        lines = {l.split(" ", 1)[0]: l for l in out["stdout"].splitlines()}
+        expect = {"file": "not_allowed", "ipv6": "not_allowed", "decimal": "not_allowed",
+                  "userinfo": "not_allowed", "header": "bad_request", "host": "bad_request",
+                  "loop": "limit", "not": "bad_request", "huge": "limit"}
+        for label, kind in expect.items():
+            assert kind in lines.get(label, ""), (label, out)
+        assert "more than 5 redirects" in lines["loop"], out
+        # Refused requests count too (five of the nine above were taken from the cap).
+        assert "cap 45 limit" in out["stdout"] and "50 requests" in out["stdout"], out
+        with SEEN_LOCK:
+            assert all(host.startswith("api.test") for host, _, _ in SEEN), SEEN
+        # A server that never answers: the run's deadline ends it; the server goes on.
+        result = await run_code(s, runtime="python", timeout_seconds=3,
+                                code=f"import urllib.request\nurllib.request.urlopen({API + '/hang'!r})")
+        out = result.structured_content
+        assert out["status"] == "timeout", out
+        out = await run(s, "shell", f"curl -s {API}/hello")
+        assert out["stdout"] == "hello from loopback", out
+
+
 runtimes.deadline = 400
 main({"runtimes": runtimes, "over_http": over_http, "no_policy": no_policy, "durable": durable,
-      "packages": packages},
+      "packages": packages, "hostile": hostile},
      label="network ")
