@@ -22,6 +22,7 @@ Usage: network.py SCENARIO.
   native code and an option passed as a name are refused.
 """
 
+import base64
 import json
 import os
 import subprocess
@@ -225,6 +226,8 @@ r = requests.post(API + "/echo", json={{"a": 1}}, headers={{"Authorization": "Be
 echo = r.json()
 print("auth", echo["headers"]["authorization"], r.headers["X-Echo-Auth"])
 print("body", echo["body"])
+basic = requests.get(API + "/echo", auth=("me", os.environ["API_TOKEN"]))
+print("basic", basic.json()["headers"]["authorization"], basic.headers["X-Echo-Auth"])
 print("follow", urllib.request.urlopen(API + "/redirect?to=/hello").read().decode())
 for url in {[u for u, _ in REFUSED]!r}:
     try:
@@ -292,7 +295,8 @@ echo "env $API_TOKEN"
 
 def seen_secret_hosts():
     with SEEN_LOCK:
-        return {host.split(":")[0] for host, _, text in SEEN if SECRET in text}
+        basic = base64.b64encode(f"me:{SECRET}".encode()).decode()
+        return {host.split(":")[0] for host, _, text in SEEN if SECRET in text or basic in text}
 
 
 def check_common(out, runtime):
@@ -301,6 +305,7 @@ def check_common(out, runtime):
     assert SECRET not in json.dumps(out), f"{runtime}: the secret reached the program: {out}"
     assert "hello from loopback" in stdout, (runtime, out)
     assert stdout.count(PLACEHOLDER) >= 2, (runtime, "the echo of the secret is scrubbed", out)
+    assert base64.b64encode(f"me:{SECRET}".encode()).decode() not in json.dumps(out), (runtime, out)
     assert "follow hello from loopback" in stdout, (runtime, out)
     for _, needle in REFUSED:
         assert needle in stdout + stderr, (runtime, needle, out)
@@ -333,7 +338,13 @@ async def runtimes():
             SEEN.clear()
             out = await run(s, runtime, code)
             check_common(out, runtime)
+            if runtime == "python":
+                out_python = out
             assert seen_secret_hosts() == {"api.test"}, (runtime, seen_secret_hosts())
+        # Basic credentials made from a placeholder carry the value to its host, and the
+        # echo of them comes back as the program wrote them.
+        basic = base64.b64encode(f"me:{PLACEHOLDER}".encode()).decode()
+        assert f"basic Basic {basic} Basic {basic}" in out_python["stdout"], out_python
         readme = await run(s, "shell", "cat /net/README.md")
         assert PLACEHOLDER in readme["stdout"] and SECRET not in readme["stdout"], readme
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use super::config::{resolved_here, NetConfig};
 use super::policy::{address_refused, allowed, Destination};
-use super::secrets::{misplaced, put_in, scrub, scrub_text, LoadedSecret};
+use super::secrets::{
+    header_text, misplaced, put_in, put_in_header, scrub, scrub_text, LoadedSecret,
+};
 use super::wire::{NetAnswer, NetRequest};
 use crate::budget::memory::{MemoryBudget, Reservation};
 use crate::upstream::answer::Failure;
@@ -70,7 +72,7 @@ pub async fn fetch(
         }
         let header_text: Vec<u8> = headers
             .iter()
-            .flat_map(|(n, v)| [n.as_bytes(), b":", v.as_bytes(), b"\n"].concat())
+            .flat_map(|(n, v)| [n.as_bytes(), b":", &header_text(v.as_bytes()), b"\n"].concat())
             .collect();
         let wrong = misplaced(
             secrets,
@@ -221,10 +223,30 @@ async fn send_once(
     let sent_url =
         String::from_utf8_lossy(&put_in(secrets, &dest.host, url.as_str().as_bytes())).into_owned();
     let mut builder = client.request(method.clone(), &sent_url);
+    // Values sent in another form than the program wrote them (Basic credentials carry a
+    // secret base64-encoded): scrubbed from the answer back to the program's form.
+    let mut sent_forms: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (name, value) in headers {
-        let value = put_in(secrets, &dest.host, value.as_bytes());
-        builder = builder.header(name.as_str(), value);
+        let sent = put_in_header(secrets, &dest.host, value.as_bytes());
+        if sent != value.as_bytes() {
+            sent_forms.push((sent.clone(), value.as_bytes().to_vec()));
+        }
+        builder = builder.header(name.as_str(), sent);
     }
+    let scrub = |bytes: &[u8]| {
+        let mut out = scrub(secrets, bytes);
+        for (sent, written) in &sent_forms {
+            out = super::secrets::replace(&out, sent, written);
+            // The credentials alone too (`Basic ` dropped by an echo).
+            if let (Some(s), Some(w)) = (
+                sent.strip_prefix(b"Basic "),
+                written.strip_prefix(b"Basic "),
+            ) {
+                out = super::secrets::replace(&out, s, w);
+            }
+        }
+        out
+    };
     if !body.is_empty() {
         builder = builder.body(put_in(secrets, &dest.host, body));
     }
@@ -234,7 +256,7 @@ async fn send_once(
         .headers()
         .iter()
         .map(|(n, v)| {
-            let v = scrub(secrets, v.as_bytes());
+            let v = scrub(v.as_bytes());
             (
                 n.as_str().to_string(),
                 String::from_utf8_lossy(&v).into_owned(),
@@ -272,7 +294,7 @@ async fn send_once(
     }
     drop(response);
     let got = received.len() as u64;
-    let body = scrub(secrets, &received);
+    let body = scrub(&received);
     let shown_url = scrub_text(secrets, &sent_url);
     Ok(OneAnswer {
         answer: NetAnswer {

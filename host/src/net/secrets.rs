@@ -95,6 +95,41 @@ pub fn put_in(secrets: &[LoadedSecret], host: &str, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A header's value as the secrets see it: Basic credentials (`Basic BASE64`, which
+/// `curl -u` and `requests`' `auth=` make) decoded, so that a placeholder inside them is
+/// found.
+pub fn header_text(value: &[u8]) -> Vec<u8> {
+    match basic_credentials(value) {
+        Some(decoded) => decoded,
+        None => value.to_vec(),
+    }
+}
+
+/// [`put_in`] for a header's value, inside Basic credentials too.
+pub fn put_in_header(secrets: &[LoadedSecret], host: &str, value: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    match basic_credentials(value) {
+        Some(decoded) => {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(put_in(secrets, host, &decoded));
+            format!("Basic {encoded}").into_bytes()
+        }
+        None => put_in(secrets, host, value),
+    }
+}
+
+fn basic_credentials(value: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let text = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, rest) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(rest.trim())
+        .ok()
+}
+
 /// `bytes` with every secret's value replaced by its placeholder.
 pub fn scrub(secrets: &[LoadedSecret], bytes: &[u8]) -> Vec<u8> {
     let mut out = bytes.to_vec();
@@ -116,7 +151,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn replace(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+pub(super) fn replace(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     if needle.is_empty() || haystack.len() < needle.len() {
         return haystack.to_vec();
     }
@@ -163,6 +198,24 @@ mod tests {
         );
         assert!(misplaced(&s, "a.other.test", &[b"__RUNBOX_SECRET_OTHER__"]).is_empty());
         assert!(misplaced(&s, "api.test", &[b"no placeholder"]).is_empty());
+    }
+
+    #[test]
+    fn placeholders_inside_basic_credentials_are_found_and_put_in() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let s = secrets();
+        let header = format!("Basic {}", b64.encode("me:__RUNBOX_SECRET_TOKEN__"));
+        assert_eq!(
+            misplaced(&s, "elsewhere.test", &[&header_text(header.as_bytes())]),
+            ["TOKEN"]
+        );
+        let sent = put_in_header(&s, "api.test", header.as_bytes());
+        assert_eq!(
+            sent,
+            format!("Basic {}", b64.encode("me:value-of-T")).into_bytes()
+        );
+        assert_eq!(put_in_header(&s, "api.test", b"Bearer x"), b"Bearer x");
     }
 
     #[test]
