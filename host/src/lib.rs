@@ -27,5 +27,6 @@ pub mod service;
 pub mod session;
 pub mod state;
 pub mod sweeper;
+pub mod tls;
 pub mod upstream;
 pub mod wit;

@@ -43,6 +43,7 @@ pub use crate::files::{
 };
 pub use crate::manifest::{Manifest, PluginSpec, SampleSpec};
 pub use crate::metrics::Exposition;
+pub use crate::net::{Net, NetConfig};
 pub use crate::plugin::artifact::{Cache, Progress};
 pub use crate::plugin::cache_state;
 pub use crate::plugin::packages::parse_requirements;

@@ -244,6 +244,10 @@ def _print_missing_module(e):
     hint = ". Site initialization is disabled, did you forget to add the site-packages directory to sys.path or to enable your virtual environment?"
     # `import tools` is code mode's, when the server has upstream tools.
     say = _NO_TOOLS if getattr(e, "name", None) == "tools" else _NO_INSTALL
+    if say is _NO_INSTALL and os.path.exists("/net/fetch"):
+        say = ("It is not installed. This server's network policy may allow installing it "
+               "(pure-Python packages only): `import pip; pip.main(['install', NAME])`, or "
+               "`pip install NAME` in the shell; /net/README.md says what is allowed.")
     if hint in text:
         text = text.replace(hint, ". " + say)
     else:
@@ -475,8 +479,8 @@ import base64 as _base64, http as _http, http.client as _http_client
 import urllib.error as _urllib_error, urllib.request as _urllib_request, urllib.response as _urllib_response
 
 _NET_FETCH = "/net/fetch"
-_NO_NET = ("no network: this runbox was started without a network policy (--net-config); "
-           "nothing outside the sandbox is reachable")
+_NO_NET = ("no network: this sandbox has no network (runbox was started without a network "
+           "policy, --net-config); pass data in with `files` (or stdin) instead of downloading it")
 # Headers the host sets itself.
 _NET_OWN_HEADERS = frozenset(("host", "content-length", "connection", "transfer-encoding"))
 

@@ -16,15 +16,15 @@ use std::path::{Path, PathBuf};
 /// own line or on an earlier one.
 const LAYERS: &[&[&str]] = &[
     // Budgets, plain types and small utilities that know nothing of runs.
-    &["budget", "metrics", "replica", "sweeper", "adapters"],
+    &["budget", "metrics", "replica", "sweeper", "adapters", "tls"],
     &["files"],
     &["manifest", "wit"],
     // The engine and the compiled cache.
     &["engine"],
     // componentize and the snapshot; an instance's state through the accessors it adds.
     &["componentize", "state"],
-    // Code mode's gateway, which the sandbox's /tools device talks to.
-    &["upstream"],
+    // Code mode's gateway and the network, which the sandbox's devices talk to.
+    &["upstream", "net"],
     &["sandbox"],
     &["plugin"],
     &["run"],

@@ -18,7 +18,7 @@
 
   const { define, STDERR } = shared;
   const NO_NETWORK =
-    "no network: this runbox was started without a network policy (--net-config); nothing outside the sandbox is reachable";
+    "no network: this sandbox has no network (runbox was started without a network policy, --net-config); pass data in with `files` (or stdin) instead of downloading it";
   const custom = Symbol.for("nodejs.util.inspect.custom");
   const tagOf = (value) => Object.prototype.toString.call(value);
 

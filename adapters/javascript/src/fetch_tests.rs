@@ -262,7 +262,7 @@ fn without_a_network_policy_fetch_rejects() {
     assert_eq!((status, stderr.as_str()), (0, ""));
     assert_eq!(
         stdout,
-        "TypeError: no network: this runbox was started without a network policy (--net-config); nothing outside the sandbox is reachable\n"
+        "TypeError: no network: this sandbox has no network (runbox was started without a network policy, --net-config); pass data in with `files` (or stdin) instead of downloading it\n"
     );
 }
 

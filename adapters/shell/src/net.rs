@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 pub const DEVICE: &str = "fetch";
 
 /// What a request says when the run has no device: runbox has no network policy.
-pub const NO_NETWORK: &str = "no network: this runbox was started without a network policy \
-                              (--net-config); nothing outside the sandbox is reachable";
+pub const NO_NETWORK: &str = "no network: this sandbox has no network (runbox was started \
+                              without a network policy, --net-config); pass data in with `files` \
+                              (or stdin) instead of downloading it";
 
 /// The kind of failure [`fetch`] gives without the device (not one of the host's kinds).
 pub const NO_NETWORK_KIND: &str = "no_network";

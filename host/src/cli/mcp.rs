@@ -417,7 +417,8 @@ pub async fn command(global: &GlobalArgs, args: McpArgs) -> Result<()> {
     options.net = match &args.net_config {
         Some(path) => {
             let cache = global.cache()?;
-            let net = runbox::net::Net::start(runbox::net::NetConfig::load(path)?, cache.root())?;
+            let net =
+                runbox::service::Net::start(runbox::service::NetConfig::load(path)?, cache.root())?;
             tracing::info!("{}", net.summary());
             Some(net)
         }

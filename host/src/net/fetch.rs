@@ -7,28 +7,14 @@ use std::sync::Arc;
 
 use super::config::{resolved_here, NetConfig};
 use super::policy::{address_refused, allowed, Destination};
+use super::refusal::Refusal;
 use super::secrets::{
-    header_text, misplaced, put_in, put_in_header, scrub, scrub_text, LoadedSecret,
+    header_text, misplaced, put_in, put_in_header, put_in_url, replace, scrub, scrub_text,
+    trim_partial_values, LoadedSecret,
 };
 use super::wire::{NetAnswer, NetRequest};
 use crate::budget::memory::{MemoryBudget, Reservation};
 use crate::upstream::answer::Failure;
-
-/// Why a request did not give an answer: its kind (the answer's `error`) and message.
-#[derive(Debug)]
-pub struct Refusal {
-    pub kind: Failure,
-    pub message: String,
-}
-
-impl Refusal {
-    pub fn new(kind: Failure, message: impl Into<String>) -> Refusal {
-        Refusal {
-            kind,
-            message: message.into(),
-        }
-    }
-}
 
 /// Headers that do not follow a redirect to another host.
 const CREDENTIALS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
@@ -54,55 +40,50 @@ pub async fn fetch(
     request: NetRequest,
     allowance: Allowance<'_>,
 ) -> Result<Fetched, Refusal> {
-    let mut url = request.url.clone();
-    let mut method = request.method.clone();
-    let mut headers = request.headers.clone();
-    let mut body = request.body.clone();
-    let first_host = Destination::of(&url)
-        .map_err(|m| Refusal::new(Failure::NotAllowed, m))?
-        .host;
+    let NetRequest {
+        mut url,
+        mut method,
+        mut headers,
+        mut body,
+        follow_redirects,
+    } = request;
+    let first = Destination::of(&url).map_err(|m| Refusal::new(Failure::NotAllowed, m))?;
     let mut redirects = 0u32;
+    let mut received = 0u64;
     loop {
         let dest = Destination::of(&url)
             .map_err(|m| Refusal::new(Failure::NotAllowed, scrub_text(secrets, &m)))?;
         let rule = allowed(config, &dest, method.as_str())
             .map_err(|m| Refusal::new(Failure::NotAllowed, m))?;
-        if dest.host != first_host {
+        // Credentials follow a redirect only to the same origin (scheme, host and port).
+        if dest != first {
             headers.retain(|(n, _)| !CREDENTIALS.contains(&n.to_ascii_lowercase().as_str()));
         }
-        let header_text: Vec<u8> = headers
-            .iter()
-            .flat_map(|(n, v)| [n.as_bytes(), b":", &header_text(v.as_bytes()), b"\n"].concat())
-            .collect();
-        let wrong = misplaced(
-            secrets,
-            &dest.host,
-            &[url.as_str().as_bytes(), &header_text, &body],
-        );
-        if !wrong.is_empty() {
-            return Err(Refusal::new(
-                Failure::NotAllowed,
-                format!(
-                    "the request to {} carries the placeholder of secret {}, which the network policy ({}) lets go only to its own hosts",
-                    dest.host,
-                    wrong.join(", "),
-                    config.path.display()
-                ),
-            ));
-        }
+        check_placeholders(config, secrets, &dest, &url, &headers, &body)?;
         let addrs = addresses(config, rule, &dest).await?;
-        let answer = send_once(
-            config, secrets, tls, &dest, &addrs, &method, &url, &headers, &body, &allowance,
-        )
-        .await?;
+        let hop = Hop {
+            dest: &dest,
+            addrs: &addrs,
+            method: &method,
+            url: &url,
+            headers: &headers,
+            body: &body,
+            follow: follow_redirects && redirects < config.limits.redirects,
+        };
+        let left = Allowance {
+            bytes_left: allowance.bytes_left.saturating_sub(received),
+            memory: allowance.memory,
+        };
+        let answer = send_once(config, secrets, tls, hop, &left).await?;
+        received += answer.received;
         let location = answer
             .headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("location"))
             .map(|(_, v)| v.clone());
-        let is_redirect = matches!(answer.answer.status, 301 | 302 | 303 | 307 | 308);
+        let status = answer.answer.status;
         match location {
-            Some(location) if is_redirect && request.follow_redirects => {
+            Some(location) if is_redirect(status) && follow_redirects => {
                 if redirects >= config.limits.redirects {
                     return Err(Refusal::new(
                         Failure::Limit,
@@ -119,7 +100,6 @@ pub async fn fetch(
                         format!("the redirect to `{location}` is not a URL: {e}"),
                     )
                 })?;
-                let status = answer.answer.status;
                 if status == 303 || (matches!(status, 301 | 302) && method == http::Method::POST) {
                     method = http::Method::GET;
                     body.clear();
@@ -130,13 +110,59 @@ pub async fn fetch(
                 let mut fetched = answer.answer;
                 fetched.redirected = redirects > 0;
                 return Ok(Fetched {
-                    received: answer.received,
+                    received,
                     answer: fetched,
                     _charge: answer.charge,
                 });
             }
         }
     }
+}
+
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// Refuses a request carrying a secret's placeholder to a host the secret may not go to,
+/// or in the URL's user-info (which the client turns into Basic credentials of its own,
+/// out of the scrubbing's sight).
+fn check_placeholders(
+    config: &NetConfig,
+    secrets: &[LoadedSecret],
+    dest: &Destination,
+    url: &url::Url,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<(), Refusal> {
+    let userinfo = format!("{}:{}", url.username(), url.password().unwrap_or(""));
+    if !misplaced(secrets, "", &[userinfo.as_bytes()]).is_empty() {
+        return Err(Refusal::new(
+            Failure::NotAllowed,
+            "a secret's placeholder cannot be in a URL's user-info: send it in a header \
+             (Authorization: Basic, or curl -u, or requests' auth=)",
+        ));
+    }
+    let header_text: Vec<u8> = headers
+        .iter()
+        .flat_map(|(n, v)| [n.as_bytes(), b":", &header_text(v.as_bytes()), b"\n"].concat())
+        .collect();
+    let wrong = misplaced(
+        secrets,
+        &dest.host,
+        &[url.as_str().as_bytes(), &header_text, body],
+    );
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        Failure::NotAllowed,
+        format!(
+            "the request to {} carries the placeholder of secret {}, which the network policy ({}) lets go only to its own hosts",
+            dest.host,
+            wrong.join(", "),
+            config.path.display()
+        ),
+    ))
 }
 
 /// The addresses `dest` may be reached at: from `[resolve]`, the URL itself, or DNS, each
@@ -184,20 +210,31 @@ struct OneAnswer {
     charge: Option<Reservation>,
 }
 
+/// One hop of a request, checked.
+struct Hop<'a> {
+    dest: &'a Destination,
+    addrs: &'a [SocketAddr],
+    method: &'a http::Method,
+    url: &'a url::Url,
+    headers: &'a [(String, String)],
+    body: &'a [u8],
+    /// A redirect answer will be followed: its body is not read.
+    follow: bool,
+}
+
+/// Headers the host sets itself on a request carrying a secret: an encoded or partial
+/// answer could carry the value past the scrubbing.
+const ENCODINGS: [&str; 2] = ["accept-encoding", "range"];
+
 /// One hop: a client pinned to the checked addresses (any other name fails to resolve).
-#[allow(clippy::too_many_arguments)]
 async fn send_once(
     config: &NetConfig,
     secrets: &[LoadedSecret],
     tls: &Arc<rustls::ClientConfig>,
-    dest: &Destination,
-    addrs: &[SocketAddr],
-    method: &http::Method,
-    url: &url::Url,
-    headers: &[(String, String)],
-    body: &[u8],
+    hop: Hop<'_>,
     allowance: &Allowance<'_>,
 ) -> Result<OneAnswer, Refusal> {
+    let dest = hop.dest;
     let unavailable = |e: reqwest::Error| {
         if e.is_timeout() {
             let message = format!(
@@ -209,49 +246,83 @@ async fn send_once(
         let message = format!("{}: {}", dest, error_chain(&e.without_url()));
         Refusal::new(Failure::Unavailable, scrub_text(secrets, &message))
     };
-    crypto_ready();
+    crate::tls::crypto_ready();
     let client = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(Arc::new(NoDns))
-        .resolve_to_addrs(&dest.host, addrs)
+        .resolve_to_addrs(&dest.host, hop.addrs)
         .tls_backend_preconfigured((**tls).clone())
         .timeout(config.limits.timeout)
         .pool_max_idle_per_host(0)
         .build()
         .map_err(unavailable)?;
-    let sent_url =
-        String::from_utf8_lossy(&put_in(secrets, &dest.host, url.as_str().as_bytes())).into_owned();
-    let mut builder = client.request(method.clone(), &sent_url);
+    let sent_url = put_in_url(secrets, &dest.host, hop.url.as_str());
+    // What a secret's value holds must not move the request elsewhere.
+    let same_place = url::Url::parse(&sent_url)
+        .ok()
+        .and_then(|u| Destination::of(&u).ok())
+        .is_some_and(|d| d == *dest);
+    if !same_place {
+        return Err(Refusal::new(
+            Failure::NotAllowed,
+            format!("a secret put into the URL would change where the request goes ({dest})"),
+        ));
+    }
+    let mut carries_secret = sent_url != hop.url.as_str();
     // Values sent in another form than the program wrote them (Basic credentials carry a
     // secret base64-encoded): scrubbed from the answer back to the program's form.
     let mut sent_forms: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    for (name, value) in headers {
+    let mut sent_headers = Vec::with_capacity(hop.headers.len());
+    for (name, value) in hop.headers {
         let sent = put_in_header(secrets, &dest.host, value.as_bytes());
         if sent != value.as_bytes() {
+            carries_secret = true;
             sent_forms.push((sent.clone(), value.as_bytes().to_vec()));
         }
-        builder = builder.header(name.as_str(), sent);
+        sent_headers.push((name.as_str(), sent));
+    }
+    let sent_body = put_in(secrets, &dest.host, hop.body);
+    carries_secret |= sent_body != hop.body;
+    let mut builder = client.request(hop.method.clone(), &sent_url);
+    for (name, value) in sent_headers {
+        if carries_secret && ENCODINGS.contains(&name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        builder = builder.header(name, value);
+    }
+    if carries_secret {
+        builder = builder.header("accept-encoding", "identity");
+    }
+    if !sent_body.is_empty() {
+        builder = builder.body(sent_body);
     }
     let scrub = |bytes: &[u8]| {
         let mut out = scrub(secrets, bytes);
         for (sent, written) in &sent_forms {
-            out = super::secrets::replace(&out, sent, written);
+            out = replace(&out, sent, written);
             // The credentials alone too (`Basic ` dropped by an echo).
             if let (Some(s), Some(w)) = (
                 sent.strip_prefix(b"Basic "),
                 written.strip_prefix(b"Basic "),
             ) {
-                out = super::secrets::replace(&out, s, w);
+                out = replace(&out, s, w);
             }
         }
         out
     };
-    if !body.is_empty() {
-        builder = builder.body(put_in(secrets, &dest.host, body));
-    }
     let mut response = builder.send().await.map_err(unavailable)?;
     let status = response.status().as_u16();
+    let encoded = response
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if carries_secret && encoded {
+        return Err(Refusal::new(
+            Failure::Unavailable,
+            format!("{dest} answered a request carrying a secret with an encoded body, which the host cannot scrub"),
+        ));
+    }
     let answer_headers: Vec<(String, String)> = response
         .headers()
         .iter()
@@ -263,11 +334,25 @@ async fn send_once(
             )
         })
         .collect();
-    let cap = config.limits.answer_bytes.min(allowance.bytes_left);
+    let followed = hop.follow
+        && is_redirect(status)
+        && answer_headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("location"));
+    let cap = if followed {
+        0
+    } else {
+        config.limits.answer_bytes.min(allowance.bytes_left)
+    };
     let mut received: Vec<u8> = Vec::new();
     let mut charge: Option<Reservation> = None;
     let mut truncated = false;
-    while let Some(chunk) = response.chunk().await.map_err(unavailable)? {
+    // A redirect about to be followed: its body is not read.
+    while let Some(chunk) = if followed {
+        None
+    } else {
+        response.chunk().await.map_err(unavailable)?
+    } {
         let room = cap.saturating_sub(received.len() as u64) as usize;
         let take = chunk.len().min(room);
         let charged = match &mut charge {
@@ -294,6 +379,10 @@ async fn send_once(
     }
     drop(response);
     let got = received.len() as u64;
+    if truncated {
+        // A value cut short would pass the scrubbing: its start goes too.
+        trim_partial_values(secrets, &mut received);
+    }
     let body = scrub(&received);
     let shown_url = scrub_text(secrets, &sent_url);
     Ok(OneAnswer {
@@ -338,24 +427,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// The process's TLS cryptography: ring, not aws-lc-rs (it builds with cc alone). rustls
-/// marks ring's provider deprecated for lacking post-quantum key exchange, which nothing
-/// here needs yet.
-#[allow(deprecated)]
-fn crypto_provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
-}
-
-/// Makes ring the process's TLS provider, once: reqwest (built without a provider of its
-/// own) refuses to build a client before one is installed.
-pub fn crypto_ready() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Installed already (by an embedder): that one serves.
-        let _ = crypto_provider().install_default();
-    });
-}
-
 /// The TLS settings of every request: the system's roots plus the policy's CA files.
 pub fn tls_config(config: &NetConfig) -> Result<rustls::ClientConfig, String> {
     let mut roots = rustls::RootCertStore::empty();
@@ -386,11 +457,12 @@ pub fn tls_config(config: &NetConfig) -> Result<rustls::ClientConfig, String> {
                 .map_err(|e| format!("the CA file {}: {e}", path.display()))?;
         }
     }
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut tls =
+        rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::crypto_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(tls)
 }

@@ -6,12 +6,14 @@
 //! - [`policy`]: destinations and addresses checked.
 //! - [`secrets`]: placeholders in, values on the wire only, scrubbed out of answers.
 //! - [`wire`]: the device's request and answer.
-//! - [`fetch`]: one request, its redirects and its capped answer.
+//! - [`fetch`]: one request, its redirects and its capped answer; [`refusal`]: why none.
+//! - [`packages`]: `pip install` of pure-Python wheels by the host's own pip.
 
 pub mod config;
 mod fetch;
 pub mod packages;
 pub mod policy;
+mod refusal;
 pub mod secrets;
 mod wire;
 
@@ -20,13 +22,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use crate::tls::crypto_ready;
 pub use config::{NetConfig, NetConfigError};
-pub use fetch::crypto_ready;
 
 use crate::budget::memory::MemoryBudget;
 use crate::metrics::Exposition;
 use crate::upstream::answer::{Answer, Failure};
-use fetch::{Allowance, Refusal};
+use fetch::Allowance;
+use refusal::Refusal;
 use secrets::LoadedSecret;
 
 /// Where every run sees the network's directory (empty without a policy).
@@ -80,10 +83,10 @@ impl Net {
         std::fs::create_dir(&dir)?;
         // The device: an empty file whose opens the sandbox's filesystem turns into requests.
         std::fs::write(dir.join(DEVICE_NAME), b"")?;
-        let installer = config
-            .packages
-            .clone()
-            .map(|p| packages::Installer::new(p, cache_dir.join("net-wheels")));
+        let installer = config.packages.clone().map(|p| {
+            let hidden = config.secrets.iter().map(|s| s.env.clone()).collect();
+            packages::Installer::new(p, cache_dir.join("net-wheels"), hidden)
+        });
         let net = Net {
             config,
             secrets,
@@ -281,7 +284,7 @@ impl NetCalls {
 }
 
 #[async_trait::async_trait]
-impl crate::sandbox::tool_device::DeviceService for NetCalls {
+impl crate::upstream::device::DeviceService for NetCalls {
     fn path(&self) -> &'static str {
         "/net/fetch"
     }
@@ -309,12 +312,19 @@ impl crate::sandbox::tool_device::DeviceService for NetCalls {
     }
 
     async fn call(&self, request: &[u8], memory: &MemoryBudget) -> Answer {
+        // By a host the policy names, else `other`: what a program writes cannot grow
+        // the metrics without end.
         let host = match wire::install(request) {
             Some(_) => "pip".to_string(),
             None => wire::parse(request)
                 .ok()
-                .and_then(|r| r.url.host_str().map(str::to_ascii_lowercase))
-                .unwrap_or_else(|| "-".into()),
+                .and_then(|r| {
+                    r.url
+                        .host_str()
+                        .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+                })
+                .filter(|h| self.net.config.allow.iter().any(|a| a.host.matches(h)))
+                .unwrap_or_else(|| "other".into()),
         };
         match self.request(request, memory).await {
             Ok(bytes) => {

@@ -11,11 +11,16 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::json;
 
-use super::fetch::Refusal;
+use super::refusal::Refusal;
 use crate::upstream::answer::Failure;
 
 /// The longest one `pip download` may take (the run's own deadline may come first).
 const PIP_TIMEOUT: Duration = Duration::from_secs(300);
+/// Answers of installs kept in memory, in bytes at most: past it, an install asked for
+/// again runs pip again (its wheels are still on disk).
+const KEPT_ANSWERS_BYTES: usize = 64 << 20;
+/// What pip takes as a file rather than a package's name.
+const ARCHIVES: [&str; 6] = [".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".egg"];
 /// Extensions of native code, which cannot load in the sandbox.
 const NATIVE: [&str; 4] = [".so", ".pyd", ".dylib", ".dll"];
 
@@ -57,7 +62,14 @@ pub fn requirement_name(req: &str) -> Result<String, String> {
     let rest_ok = rest
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || " []<>=!~,.*+_-".contains(c));
-    if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphanumeric()) || !rest_ok {
+    let archive = ARCHIVES
+        .iter()
+        .any(|a| name.to_ascii_lowercase().ends_with(a));
+    if name.is_empty()
+        || !name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        || !rest_ok
+        || archive
+    {
         return Err(format!(
             "`{req}` is not a package requirement (NAME, NAME==VERSION, NAME>=VERSION; no URL, path or option)"
         ));
@@ -79,15 +91,22 @@ struct Wheel {
 pub struct Installer {
     config: PackagesConfig,
     cache: PathBuf,
+    /// Answers of installs made, by their requirements (at most [`KEPT_ANSWERS_BYTES`]).
     done: Mutex<HashMap<Vec<String>, Arc<Vec<u8>>>>,
+    /// One pip at a time: programs cannot start a crowd of them.
+    pip: tokio::sync::Mutex<()>,
+    /// Variables of runbox's environment pip does not get (the secrets' values).
+    hidden_env: Vec<String>,
 }
 
 impl Installer {
-    pub fn new(config: PackagesConfig, cache: PathBuf) -> Installer {
+    pub fn new(config: PackagesConfig, cache: PathBuf, hidden_env: Vec<String>) -> Installer {
         Installer {
             config,
             cache,
             done: Mutex::new(HashMap::new()),
+            pip: tokio::sync::Mutex::new(()),
+            hidden_env,
         }
     }
 
@@ -122,22 +141,33 @@ impl Installer {
         {
             return Ok(answer.as_ref().clone());
         }
-        let files = self.download(&key).await?;
-        let mut wheels = Vec::new();
-        let mut total = 0u64;
-        for file in files {
-            let wheel = read_wheel(&file, self.config.max_bytes.saturating_sub(total))?;
-            total += wheel.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
-            wheels.push(wheel);
-        }
+        let files = {
+            let _one = self.pip.lock().await;
+            self.download(&key).await?
+        };
+        let max = self.config.max_bytes;
+        // Unzipping and hashing are CPU work: off the async workers.
+        let wheels = tokio::task::spawn_blocking(move || {
+            let mut wheels = Vec::new();
+            let mut total = 0u64;
+            for file in files {
+                let wheel = read_wheel(&file, max.saturating_sub(total))?;
+                total += wheel.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+                wheels.push(wheel);
+            }
+            Ok::<_, Refusal>(wheels)
+        })
+        .await
+        .map_err(|e| Refusal::new(Failure::Unavailable, format!("the install failed: {e}")))??;
         let answer = answer_of(&wheels);
         for w in &wheels {
             tracing::info!(wheel = %w.file, sha256 = %w.sha256, "package installed for a run");
         }
-        self.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, Arc::new(answer.clone()));
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let kept: usize = done.values().map(|a| a.len()).sum();
+        if kept + answer.len() <= KEPT_ANSWERS_BYTES {
+            done.insert(key, Arc::new(answer.clone()));
+        }
         Ok(answer)
     }
 
@@ -179,6 +209,18 @@ impl Installer {
             cmd.args(["--find-links", link]);
         }
         cmd.arg("--").args(reqs);
+        // pip keeps the operator's own configuration (its PIP_* variables, pip.conf), but
+        // not the secrets' values, and works in an empty directory (a name is never a file).
+        for name in &self.hidden_env {
+            cmd.env_remove(name);
+        }
+        let workdir = tempfile::tempdir().map_err(|e| {
+            Refusal::new(
+                Failure::Unavailable,
+                format!("cannot make pip's directory: {e}"),
+            )
+        })?;
+        cmd.current_dir(workdir.path());
         cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
         let out = tokio::time::timeout(PIP_TIMEOUT, cmd.output())
             .await
@@ -194,7 +236,7 @@ impl Installer {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("ERROR")).collect();
             let said = if said.is_empty() {
-                stderr.trim().to_string()
+                format!("pip exited with {}", out.status)
             } else {
                 said.join(" ")
             };
@@ -248,6 +290,13 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
             "{file} has native code (its tags are {abi}-{platform}, not none-any): only pure-Python wheels can load in the sandbox"
         )));
     }
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    if size > room {
+        return Err(Refusal::new(
+            Failure::Limit,
+            format!("{file} is larger than the network policy's [packages] max_bytes"),
+        ));
+    }
     let bytes = std::fs::read(path)
         .map_err(|e| Refusal::new(Failure::Unavailable, format!("cannot read {file}: {e}")))?;
     let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
@@ -275,7 +324,15 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
             )));
         };
         let safe = safe.to_string_lossy().into_owned();
-        total += entry.size();
+        // What an entry says of its size is not trusted: its bytes are counted as they
+        // inflate, and no more than the room left is read.
+        let left = room.saturating_sub(total);
+        let mut content = Vec::with_capacity(entry.size().min(left).min(1 << 20) as usize);
+        (&mut entry)
+            .take(left.saturating_add(1))
+            .read_to_end(&mut content)
+            .map_err(|e| bad(format!("{file}: {name}: {e}")))?;
+        total = total.saturating_add(content.len() as u64);
         if total > room {
             return Err(Refusal::new(
                 Failure::Limit,
@@ -283,10 +340,6 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
                     .to_string(),
             ));
         }
-        let mut content = Vec::with_capacity(entry.size() as usize);
-        entry
-            .read_to_end(&mut content)
-            .map_err(|e| bad(format!("{file}: {name}: {e}")))?;
         files.push((safe, content));
     }
     Ok(Wheel {
@@ -404,5 +457,18 @@ mod tests {
             .unwrap_err()
             .message
             .contains("max_bytes"));
+        // A megabyte of zeros packs into about a kilobyte: counted as it inflates.
+        let zeros = vec![0u8; 1 << 20];
+        let bomb = wheel(
+            dir.path(),
+            "bomb-1.0-py3-none-any.whl",
+            &[("bomb/data.py", &zeros)],
+        );
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 20_000);
+        assert!(read_wheel(&bomb, 50_000)
+            .unwrap_err()
+            .message
+            .contains("max_bytes"));
+        assert!(requirement_name("evil.whl").is_err() && requirement_name("x.tar.gz").is_err());
     }
 }

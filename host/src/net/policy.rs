@@ -95,9 +95,10 @@ pub fn address_refused(config: &NetConfig, rule: &Allow, host: &str, ip: IpAddr)
     if named {
         return None;
     }
+    // The address itself is not told: it would map the operator's network for the program.
     Some(format!(
-        "{host} resolves to {ip}, a {kind} address, which the network policy ({}) does not name \
-         (list it in that [[allow]]'s `addresses` to allow it)",
+        "{host} resolves to a {kind} address, which the network policy ({}) does not name \
+         (the operator lists such addresses in that [[allow]]'s `addresses`)",
         config.path.display()
     ))
 }
@@ -158,6 +159,12 @@ fn v6_kind(ip: Ipv6Addr) -> Option<&'static str> {
         "unspecified"
     } else if s[0] & 0xfe00 == 0xfc00 {
         "private (unique local)"
+    } else if s[0] & 0xffc0 == 0xfec0 {
+        "site-local"
+    } else if s[..6] == [0; 6] || (s[..4] == [0; 4] && s[4] == 0xffff) || s[..4] == [0x100, 0, 0, 0]
+    {
+        // IPv4-compatible (::a.b.c.d), IPv4-translated and discard-only blocks.
+        "IPv4-embedding or discard"
     } else if s[0] & 0xffc0 == 0xfe80 {
         "link-local"
     } else if ip.is_multicast() {
@@ -229,6 +236,10 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a00:1",
+            "::7f00:1",
+            "::ffff:0:7f00:1",
+            "fec0::1",
+            "100::1",
         ] {
             assert!(check(0, "a.test", ip).is_some(), "{ip} passed");
         }

@@ -148,25 +148,52 @@ pub fn scrub_text(secrets: &[LoadedSecret], text: &str) -> String {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
-pub(super) fn replace(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+/// `haystack` with every `needle` replaced by `with` (linear in the haystack's length).
+pub fn replace(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     if needle.is_empty() || haystack.len() < needle.len() {
         return haystack.to_vec();
     }
     let mut out = Vec::with_capacity(haystack.len());
-    let mut i = 0;
-    while i < haystack.len() {
-        if haystack[i..].starts_with(needle) {
-            out.extend_from_slice(with);
-            i += needle.len();
-        } else {
-            out.push(haystack[i]);
-            i += 1;
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(haystack, needle) {
+        if at < last {
+            continue;
+        }
+        out.extend_from_slice(&haystack[last..at]);
+        out.extend_from_slice(with);
+        last = at + needle.len();
+    }
+    out.extend_from_slice(&haystack[last..]);
+    out
+}
+
+/// `url` with the placeholders of the secrets that may go to `host` replaced by their
+/// values, percent-encoded (a value's `/`, `?` or `@` cannot move the URL's parts).
+pub fn put_in_url(secrets: &[LoadedSecret], host: &str, url: &str) -> String {
+    let mut out = url.as_bytes().to_vec();
+    for s in secrets.iter().filter(|s| s.may_go_to(host)) {
+        let encoded: String =
+            percent_encoding::percent_encode(&s.value, percent_encoding::NON_ALPHANUMERIC)
+                .collect();
+        out = replace(&out, s.placeholder.as_bytes(), encoded.as_bytes());
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Drops from the end of a cut answer the start of any secret's value: cut short, it
+/// would pass [`scrub`].
+pub fn trim_partial_values(secrets: &[LoadedSecret], body: &mut Vec<u8>) {
+    for s in secrets {
+        let longest = (1..s.value.len())
+            .rev()
+            .find(|&n| body.len() >= n && body.ends_with(&s.value[..n]));
+        if let Some(n) = longest {
+            body.truncate(body.len() - n);
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -216,6 +243,24 @@ mod tests {
             format!("Basic {}", b64.encode("me:value-of-T")).into_bytes()
         );
         assert_eq!(put_in_header(&s, "api.test", b"Bearer x"), b"Bearer x");
+    }
+
+    #[test]
+    fn a_value_in_a_url_is_percent_encoded_and_a_cut_value_is_dropped() {
+        let config = NetConfig::parse(
+            Path::new("/p"),
+            "[secrets.T]\nenv = \"T\"\nhosts = [\"a.test\"]",
+        )
+        .unwrap();
+        let s = load(&config, |_| Some("x/y@z?".into())).unwrap();
+        assert_eq!(
+            put_in_url(&s, "a.test", "http://a.test/?k=__RUNBOX_SECRET_T__"),
+            "http://a.test/?k=x%2Fy%40z%3F"
+        );
+        let mut body = b"echo x/y@".to_vec();
+        trim_partial_values(&s, &mut body);
+        assert_eq!(body, b"echo ");
+        assert_eq!(replace(b"aaaa", b"aa", b"b"), b"bb");
     }
 
     #[test]

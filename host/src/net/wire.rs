@@ -4,6 +4,10 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+/// The most headers one request may carry, and the longest value of one.
+const MAX_HEADERS: usize = 100;
+const MAX_HEADER_VALUE: usize = 16 << 10;
+
 /// Header names the host sets itself: a program's are refused rather than sent.
 const HOSTS_OWN: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
 
@@ -81,7 +85,15 @@ pub fn parse(bytes: &[u8]) -> Result<NetRequest, String> {
             return Err("the request's `headers` must be a list of [name, value] pairs".into())
         }
     }
+    if headers.len() > MAX_HEADERS {
+        return Err(format!("a request carries at most {MAX_HEADERS} headers"));
+    }
     for (name, value) in &headers {
+        if value.len() > MAX_HEADER_VALUE {
+            return Err(format!(
+                "header `{name}`'s value is over {MAX_HEADER_VALUE} bytes"
+            ));
+        }
         if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
             return Err(format!("`{name}` is not a header name"));
         }

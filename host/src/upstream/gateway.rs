@@ -511,7 +511,7 @@ impl ToolCalls {
 }
 
 #[async_trait::async_trait]
-impl crate::sandbox::tool_device::DeviceService for ToolCalls {
+impl super::device::DeviceService for ToolCalls {
     fn path(&self) -> &'static str {
         "/tools/call"
     }

@@ -32,7 +32,7 @@ impl CappedHttp {
     /// and keeps no idle connection (as rmcp's own client, for the same reason: an answer
     /// cut short leaves its connection unusable).
     pub fn new(cap: usize) -> reqwest::Result<CappedHttp> {
-        crate::net::crypto_ready();
+        crate::tls::crypto_ready();
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())

@@ -8,12 +8,13 @@
 //! - [`catalog`]: what programs and models are told (`/tools/*`, a line per tool).
 //! - [`gateway`]: the checks and caps between a program's request and a server.
 //! - [`oversize`], [`http_client`]: an answer past the cap fails its call alone.
-//! - [`answer`]: the device's answers.
+//! - [`answer`]: the device's answers; [`device`]: what serves a device.
 
 pub mod answer;
 pub mod catalog;
 pub mod config;
 mod connection;
+pub mod device;
 pub mod gateway;
 mod http_client;
 mod oversize;

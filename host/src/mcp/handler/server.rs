@@ -360,10 +360,10 @@ impl RunboxServer {
                 .runbox
                 .gateway()
                 .map(|g| ToolServerEntry::listing(&g.catalog())),
-            network: Some(match self.runbox.net() {
+            network: match self.runbox.net() {
                 Some(net) => net.summary(),
                 None => NO_NETWORK.to_string(),
-            }),
+            },
         })
     }
 

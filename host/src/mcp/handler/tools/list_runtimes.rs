@@ -109,8 +109,7 @@ pub struct ListRuntimesOutput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolServerEntry>>,
     /// What programs may reach over the network, in one line (docs/network.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<String>,
+    pub network: String,
 }
 
 /// `network` without `--net-config`.

@@ -846,7 +846,7 @@ mod tests {
             wire,
             json!({"type": "object", "properties": {
                 "runtimes": {"type": "array"}, "limits": {"type": "object"},
-                "tools": {"type": ["array", "null"]}}})
+                "tools": {"type": ["array", "null"]}, "network": {"type": "string"}}})
         );
         let run = Value::Object(run_code_output_on_the_wire().as_ref().clone());
         assert_eq!(
