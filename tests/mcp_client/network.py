@@ -87,6 +87,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"x" * (1 << 20), [("Content-Type", "application/octet-stream")])
         elif path.startswith("/redirect?to="):
             self._send(302, b"", [("Location", path.split("=", 1)[1])])
+        elif path == "/gzecho":
+            # Compressed whatever was asked: an echo the host could not scrub.
+            import gzip
+            self._send(200, gzip.compress(json.dumps(dict(self.headers.items())).encode()),
+                       [("Content-Encoding", "gzip")])
         elif path == "/hang":
             time.sleep(60)
         elif path.startswith("/loop"):
@@ -439,6 +444,8 @@ for label, request in [
     ("loop", {{"url": "{API}/loop"}}),
     ("not json", b"GET / HTTP/1.1"),
     ("huge", {{"url": "{API}/echo", "method": "POST", "body": "x" * (17 << 20)}}),
+    ("gzip", {{"url": "{API}/gzecho", "headers": [["Authorization", "Bearer {PLACEHOLDER}"]]}}),
+    ("userinfo-secret", {{"url": "http://me:{PLACEHOLDER}@api.test:{PORT}/hello"}}),
 ]:
     answer = device(request)
     print(label, answer.get("error"), answer.get("message", "")[:200])
@@ -459,12 +466,15 @@ async def hostile():
         lines = {l.split(" ", 1)[0]: l for l in out["stdout"].splitlines()}
         expect = {"file": "not_allowed", "ipv6": "not_allowed", "decimal": "not_allowed",
                   "userinfo": "not_allowed", "header": "bad_request", "host": "bad_request",
-                  "loop": "limit", "not": "bad_request", "huge": "limit"}
+                  "loop": "limit", "not": "bad_request", "huge": "limit",
+                  "gzip": "unavailable", "userinfo-secret": "not_allowed"}
         for label, kind in expect.items():
             assert kind in lines.get(label, ""), (label, out)
         assert "more than 5 redirects" in lines["loop"], out
-        # Refused requests count too (five of the nine above were taken from the cap).
-        assert "cap 45 limit" in out["stdout"] and "50 requests" in out["stdout"], out
+        assert "encoded body" in lines["gzip"] and "user-info" in lines["userinfo-secret"], out
+        assert SECRET not in json.dumps(out), out
+        # Refused requests count too (seven of the eleven above were taken from the cap).
+        assert "cap 43 limit" in out["stdout"] and "50 requests" in out["stdout"], out
         with SEEN_LOCK:
             assert all(host.startswith("api.test") for host, _, _ in SEEN), SEEN
         # A server that never answers: the run's deadline ends it; the server goes on.
