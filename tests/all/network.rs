@@ -36,3 +36,8 @@ fn pure_python_packages_install_at_run_time_and_native_ones_are_refused() {
 fn hostile_requests_are_refused_and_a_silent_server_cannot_hold_a_run() {
     scenario_with("network.py", &["hostile"], "auto");
 }
+
+#[test]
+fn a_runs_answers_stop_at_its_byte_cap() {
+    scenario_with("network.py", &["byte_cap"], "auto");
+}

@@ -17,6 +17,7 @@ Usage: network.py SCENARIO.
   (IPv6 loopback, a decimal address, user-info before an address), header injection,
   its own Host header, a redirect loop, a body past the cap and not JSON are refused;
   the 51st request is past the cap; a server that never answers ends at the deadline.
+- byte_cap: a run's answers are cut at the bytes it has left, then refused.
 - packages: `pip install` of a pure-Python wheel from a local index served on loopback
   works in a python session and in the shell; a name off the allow-list, wheels with
   native code and an option passed as a name are refused.
@@ -486,7 +487,31 @@ async def hostile():
         assert out["stdout"] == "hello from loopback", out
 
 
+async def byte_cap():
+    """The run's byte cap: answers are cut at what is left, then refused; a new run starts
+    again (its own cap)."""
+    with open(POLICY) as f:
+        text = f.read().replace(f"answer_bytes = {CAP}", f"answer_bytes = {CAP}\nbytes = 250000")
+    policy = os.path.join(WORK, "bytes.toml")
+    with open(policy, "w") as f:
+        f.write(text)
+    program = f"""
+import urllib.request, urllib.error
+for i in range(4):
+    try:
+        print(len(urllib.request.urlopen({API + '/big'!r}).read()))
+    except urllib.error.URLError as e:
+        print("refused", e.reason)
+"""
+    async with stdio_session("--net-config", policy, env=ENV) as s:
+        for _ in range(2):
+            out = await run(s, "python", program)
+            lines = out["stdout"].splitlines()
+            assert lines[:3] == ["100000", "100000", "50000"], out
+            assert lines[3].startswith("refused") and "250000 bytes" in lines[3], out
+
+
 runtimes.deadline = 400
 main({"runtimes": runtimes, "over_http": over_http, "no_policy": no_policy, "durable": durable,
-      "packages": packages, "hostile": hostile},
+      "packages": packages, "hostile": hostile, "byte_cap": byte_cap},
      label="network ")
