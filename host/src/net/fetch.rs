@@ -47,6 +47,7 @@ pub async fn fetch(
         mut body,
         follow_redirects,
     } = request;
+    without_trailing_dot(&mut url);
     let first = Destination::of(&url).map_err(|m| Refusal::new(Failure::NotAllowed, m))?;
     let mut redirects = 0u32;
     let mut received = 0u64;
@@ -100,6 +101,7 @@ pub async fn fetch(
                         format!("the redirect to `{location}` is not a URL: {e}"),
                     )
                 })?;
+                without_trailing_dot(&mut url);
                 if status == 303 || (matches!(status, 301 | 302) && method == http::Method::POST) {
                     method = http::Method::GET;
                     body.clear();
@@ -115,6 +117,17 @@ pub async fn fetch(
                     _charge: answer.charge,
                 });
             }
+        }
+    }
+}
+
+/// `api.example.com.` is `api.example.com`: the name the policy checked is the one the
+/// client is pinned for.
+fn without_trailing_dot(url: &mut url::Url) {
+    if let Some(url::Host::Domain(d)) = url.host() {
+        if d.ends_with('.') {
+            let trimmed = d.trim_end_matches('.').to_string();
+            let _ = url.set_host(Some(&trimmed));
         }
     }
 }

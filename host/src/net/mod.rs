@@ -279,6 +279,18 @@ impl NetCalls {
         let allowance = Allowance { bytes_left, memory };
         let fetched = fetch::fetch(&net.config, &net.secrets, &net.tls, request, allowance).await?;
         self.received.fetch_add(fetched.received, Ordering::SeqCst);
+        // Encoding the answer holds its body scrubbed, in base64 and in JSON besides the
+        // bytes received (charged already): the run pays for those too while they are made.
+        let encoding = (fetched.answer.body.len() as u64).saturating_mul(3) as usize;
+        let Some(_encoding) = memory.reserve(encoding) else {
+            return Err(Refusal::new(
+                Failure::Limit,
+                format!(
+                    "the answer ({} bytes) does not fit in the run's memory limit once encoded",
+                    fetched.answer.body.len()
+                ),
+            ));
+        };
         Ok(fetched.answer.to_bytes())
     }
 }
