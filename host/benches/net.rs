@@ -17,13 +17,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{median, ms};
-use runbox::manifest::Manifest;
+use common::{median, ms, per_call};
 use runbox::net::{Net, NetConfig};
-use runbox::service::{Runbox, RunboxOptions};
+use runbox::service::RunboxOptions;
 
 /// Requests per timed run.
 const CALLS: usize = 50;
@@ -73,7 +71,11 @@ async fn bench(rounds: usize) {
     );
     let config = NetConfig::parse(&policy, &text).expect("policy");
     let net = Net::start(config, dir.path()).expect("net");
-    let runbox = load(net, &["python", "javascript", "shell"]);
+    let options = RunboxOptions {
+        net: Some(net),
+        ..RunboxOptions::default()
+    };
+    let runbox = common::load_builtin(&["python", "javascript", "shell"], options);
 
     let py = |body: &str| {
         format!("import urllib.request\nfor i in range({CALLS}):\n    {body}\nprint('done')")
@@ -81,8 +83,11 @@ async fn bench(rounds: usize) {
     let python = per_call(
         &runbox,
         "python",
-        &py(&format!("urllib.request.urlopen({url:?}).read()")),
-        &py("pass"),
+        (
+            &py(&format!("urllib.request.urlopen({url:?}).read()")),
+            &py("pass"),
+        ),
+        CALLS,
         rounds,
     )
     .await;
@@ -92,8 +97,11 @@ async fn bench(rounds: usize) {
     let javascript = per_call(
         &runbox,
         "javascript",
-        &js(&format!("await (await fetch({url:?})).text();")),
-        &js(""),
+        (
+            &js(&format!("await (await fetch({url:?})).text();")),
+            &js(""),
+        ),
+        CALLS,
         rounds,
     )
     .await;
@@ -101,8 +109,11 @@ async fn bench(rounds: usize) {
     let shell = per_call(
         &runbox,
         "shell",
-        &sh(&format!("curl -s {url} > /dev/null")),
-        &sh("true > /dev/null"),
+        (
+            &sh(&format!("curl -s {url} > /dev/null")),
+            &sh("true > /dev/null"),
+        ),
+        CALLS,
         rounds,
     )
     .await;
@@ -150,32 +161,4 @@ async fn direct_requests(url: &str, rounds: usize) -> f64 {
         times.push(started.elapsed());
     }
     ms(median(&mut times))
-}
-
-/// (median run with the requests − median run without) / CALLS, runs taken in turn.
-async fn per_call(runbox: &Runbox, runtime: &str, with: &str, without: &str, rounds: usize) -> f64 {
-    run(runbox, runtime, with).await;
-    run(runbox, runtime, without).await;
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        a.push(run(runbox, runtime, with).await);
-        b.push(run(runbox, runtime, without).await);
-    }
-    (ms(median(&mut a)) - ms(median(&mut b))) / CALLS as f64
-}
-
-async fn run(runbox: &Runbox, runtime: &str, code: &str) -> Duration {
-    common::run_expecting(runbox, runtime, code, "done\n").await
-}
-
-fn load(net: Arc<Net>, only: &[&str]) -> Arc<Runbox> {
-    let options = RunboxOptions {
-        only: only.iter().map(|s| s.to_string()).collect(),
-        net: Some(net),
-        ..RunboxOptions::default()
-    };
-    // Loading blocks (it may compile): off the async workers.
-    tokio::task::block_in_place(|| {
-        common::load_with(Manifest::builtin().expect("built-in plugins.toml"), options)
-    })
 }

@@ -19,15 +19,13 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{median, ms};
+use common::{median, ms, per_call};
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
-use runbox::manifest::Manifest;
-use runbox::service::{Runbox, RunboxOptions};
+use runbox::service::RunboxOptions;
 use runbox::upstream::config::ToolsConfig;
 use runbox::upstream::{Gateway, GatewaySettings};
 
@@ -82,23 +80,27 @@ async fn bench(rounds: usize) {
     )
     .expect("gateway");
     gateway.settled(Duration::from_secs(60)).await;
-    let runbox = load(gateway.clone(), &["python", "shell"]);
+    let options = RunboxOptions {
+        gateway: Some(gateway.clone()),
+        ..RunboxOptions::default()
+    };
+    let runbox = common::load_builtin(&["python", "shell"], options);
 
     let py =
         |body: &str| format!("import tools\nfor i in range({CALLS}):\n    {body}\nprint('done')");
     let python = per_call(
         &runbox,
         "python",
-        &py("tools.everything.echo(message='hi')"),
-        &py("pass"),
+        (&py("tools.everything.echo(message='hi')"), &py("pass")),
+        CALLS,
         rounds,
     )
     .await;
     let refused = per_call(
         &runbox,
         "python",
-        &py("try:\n        tools.everything.get_env()\n    except tools.ToolError:\n        pass"),
-        &py("pass"),
+        (&py("try:\n        tools.everything.get_env()\n    except tools.ToolError:\n        pass"), &py("pass")),
+        CALLS,
         rounds,
     )
     .await;
@@ -106,8 +108,11 @@ async fn bench(rounds: usize) {
     let shell = per_call(
         &runbox,
         "shell",
-        &sh("tool everything echo --message hi > /dev/null"),
-        &sh("true > /dev/null"),
+        (
+            &sh("tool everything echo --message hi > /dev/null"),
+            &sh("true > /dev/null"),
+        ),
+        CALLS,
         rounds,
     )
     .await;
@@ -155,32 +160,4 @@ async fn direct_calls(bin: &std::path::Path, rounds: usize) -> f64 {
     }
     let _ = client.cancel().await;
     ms(median(&mut times))
-}
-
-/// (median run with the calls − median run without) / CALLS, runs taken in turn.
-async fn per_call(runbox: &Runbox, runtime: &str, with: &str, without: &str, rounds: usize) -> f64 {
-    run(runbox, runtime, with).await;
-    run(runbox, runtime, without).await;
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        a.push(run(runbox, runtime, with).await);
-        b.push(run(runbox, runtime, without).await);
-    }
-    (ms(median(&mut a)) - ms(median(&mut b))) / CALLS as f64
-}
-
-async fn run(runbox: &Runbox, runtime: &str, code: &str) -> Duration {
-    common::run_expecting(runbox, runtime, code, "done\n").await
-}
-
-fn load(gateway: Arc<Gateway>, only: &[&str]) -> Arc<Runbox> {
-    let options = RunboxOptions {
-        only: only.iter().map(|s| s.to_string()).collect(),
-        gateway: Some(gateway),
-        ..RunboxOptions::default()
-    };
-    // Loading blocks (it may compile): off the async workers.
-    tokio::task::block_in_place(|| {
-        common::load_with(Manifest::builtin().expect("built-in plugins.toml"), options)
-    })
 }

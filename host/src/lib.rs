@@ -29,4 +29,5 @@ pub mod state;
 pub mod sweeper;
 pub mod tls;
 pub mod upstream;
+pub mod wheel;
 pub mod wit;

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 /// own line or on an earlier one.
 const LAYERS: &[&[&str]] = &[
     // Budgets, plain types and small utilities that know nothing of runs.
-    &["budget", "metrics", "replica", "sweeper", "adapters", "tls"],
+    &[
+        "budget", "metrics", "replica", "sweeper", "adapters", "tls", "wheel",
+    ],
     &["files"],
     &["manifest", "wit"],
     // The engine and the compiled cache.

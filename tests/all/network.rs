@@ -12,6 +12,11 @@ fn allowed_requests_work_and_others_are_refused_in_every_runtime() {
 
 #[test]
 fn the_network_works_over_http_and_is_counted() {
+    scenario_with("network.py", &["over_http"], "auto");
+}
+
+#[test]
+fn the_network_works_over_http_with_the_handshake() {
     scenario_with("network.py", &["over_http"], "legacy");
 }
 

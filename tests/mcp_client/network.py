@@ -9,8 +9,8 @@ Usage: network.py SCENARIO.
   redirect to a refused address and the metadata address are refused naming the policy;
   a secret's placeholder becomes its value only on the wire to its hosts and never comes
   back; a huge answer is cut at its cap; HTTPS is verified against the test CA.
-- over_http: the same python program over streamable HTTP (the handshake-era client),
-  and /metrics counts requests by host and status.
+- over_http: the same python program over streamable HTTP (RUNBOX_TEST_CLIENT's
+  client), and /metrics counts requests by host and status.
 - no_policy: without --net-config nothing is reachable, and programs are told why.
 - durable: a resumed session replays a recorded answer and never fetches again.
 - hostile: a program writing to the device itself: other schemes, address spellings
@@ -357,7 +357,7 @@ async def runtimes():
 
 async def over_http():
     with HttpServer(*ARGS, env=ENV) as server:
-        async with http_session(server.url, client="legacy") as s:
+        async with http_session(server.url) as s:
             SEEN.clear()
             out = await run(s, "python", PYTHON)
             check_common(out, "python over HTTP")

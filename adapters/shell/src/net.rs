@@ -9,11 +9,10 @@
 //! request's JSON, the answer's, and what the two commands share (URLs, base64, the
 //! sandbox's files).
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 use bashkit::{BuiltinContext, FileSystem};
+use runbox_adapter_support::device::{self, Exchanged};
 use serde_json::{Map, Value};
 
 /// The device, in the directory `/net`.
@@ -128,34 +127,10 @@ pub fn fetch(dir: &Path, request: &Request) -> Result<Response, Failure> {
 /// One exchange with the device in `dir`: the JSON `request` written, the answer's text
 /// read to its end.
 pub fn exchange(dir: &Path, request: &str) -> Result<String, Failure> {
-    let path = dir.join(DEVICE);
-    let mut device = match OpenOptions::new().read(true).write(true).open(&path) {
-        Ok(device) => device,
-        // `/net` is read-only: opening a file it lacks for writing fails as not permitted.
-        Err(e) if e.kind() == ErrorKind::NotFound || !path.exists() => {
-            return Err(Failure::new(NO_NETWORK_KIND, NO_NETWORK))
-        }
-        Err(e) => {
-            return Err(Failure::new(
-                "unavailable",
-                format!("cannot open {}: {e}", path.display()),
-            ))
-        }
-    };
-    let mut answer = Vec::new();
-    let exchanged = device
-        .write_all(request.as_bytes())
-        .and_then(|()| device.read_to_end(&mut answer));
-    match exchanged {
-        Err(e) => Err(Failure::new(
-            "unavailable",
-            format!("the request through {} failed: {e}", path.display()),
-        )),
-        Ok(0) => Err(Failure::new(
-            "unavailable",
-            format!("the request through {} gave no answer", path.display()),
-        )),
-        Ok(_) => Ok(String::from_utf8_lossy(&answer).into_owned()),
+    match device::exchange(&dir.join(DEVICE), request.as_bytes()) {
+        Exchanged::Answer(answer) => Ok(String::from_utf8_lossy(&answer).into_owned()),
+        Exchanged::Missing => Err(Failure::new(NO_NETWORK_KIND, NO_NETWORK)),
+        Exchanged::Failed(why) => Err(Failure::new("unavailable", why)),
     }
 }
 
@@ -230,60 +205,9 @@ pub fn cut_notice(url: &str, bytes: usize) -> String {
     )
 }
 
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// `bytes` in standard base64, padded.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(BASE64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// The bytes of base64 `text` (standard or URL-safe alphabet, padded or not, whitespace
-/// ignored); `None` when it is not base64.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut bits, mut count) = (0u32, 0u32);
-    let mut padding = false;
-    for c in text.bytes() {
-        let value = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => {
-                padding = true;
-                continue;
-            }
-            c if c.is_ascii_whitespace() => continue,
-            _ => return None,
-        };
-        if padding {
-            return None;
-        }
-        bits = bits << 6 | u32::from(value);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    Some(out)
-}
+pub use runbox_adapter_support::device::{
+    decode_base64 as base64_decode, encode_base64 as base64_encode,
+};
 
 /// `url` with `http://` in front when it names no scheme (as curl and wget take
 /// `example.com/x`), and without its `#fragment`.

@@ -8,6 +8,7 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
+pub mod device;
 pub mod tools;
 
 /// The plugin's settings as `runbox:plugin/config` hands them over: every value a list.

@@ -8,9 +8,9 @@
 //! takes the directory, `/tools` in the component ([`DIR`]), so that the native tests can
 //! point them at a temporary one.
 
-use std::fs::OpenOptions;
-use std::io::{ErrorKind, Read, Write};
 use std::path::Path;
+
+use crate::device::Exchanged;
 
 /// Where the host shows the tools to a run that has some.
 pub const DIR: &str = "/tools";
@@ -31,33 +31,10 @@ pub fn manifest(dir: &Path) -> Option<String> {
 /// text out. It always answers: without the device, or when the exchange fails, with an
 /// `unavailable` answer of its own.
 pub fn call(dir: &Path, request: &[u8]) -> String {
-    let path = dir.join(DEVICE);
-    let mut device = match OpenOptions::new().read(true).write(true).open(&path) {
-        Ok(device) => device,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return error_answer("unavailable", NOT_CONFIGURED)
-        }
-        Err(e) => {
-            return error_answer(
-                "unavailable",
-                &format!("cannot open {}: {e}", path.display()),
-            )
-        }
-    };
-    let mut answer = Vec::new();
-    let exchanged = device
-        .write_all(request)
-        .and_then(|()| device.read_to_end(&mut answer));
-    match exchanged {
-        Err(e) => error_answer(
-            "unavailable",
-            &format!("the call through {} failed: {e}", path.display()),
-        ),
-        Ok(0) => error_answer(
-            "unavailable",
-            &format!("the call through {} gave no answer", path.display()),
-        ),
-        Ok(_) => String::from_utf8_lossy(&answer).into_owned(),
+    match crate::device::exchange(&dir.join(DEVICE), request) {
+        Exchanged::Answer(answer) => String::from_utf8_lossy(&answer).into_owned(),
+        Exchanged::Missing => error_answer("unavailable", NOT_CONFIGURED),
+        Exchanged::Failed(why) => error_answer("unavailable", &why),
     }
 }
 

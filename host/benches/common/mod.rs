@@ -48,6 +48,39 @@ pub async fn run_expecting(runbox: &Runbox, runtime: &str, code: &str, expected:
     took
 }
 
+/// What one operation in a loop costs a program: (median run of `with`, which makes it
+/// `calls` times − median run of `without`, the same loop without it) / `calls`, the runs
+/// taken in turn so that they share the machine's state. Both print `done`.
+pub async fn per_call(
+    runbox: &Runbox,
+    runtime: &str,
+    (with, without): (&str, &str),
+    calls: usize,
+    rounds: usize,
+) -> f64 {
+    let done = |code| run_expecting(runbox, runtime, code, "done\n");
+    done(with).await;
+    done(without).await;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        a.push(done(with).await);
+        b.push(done(without).await);
+    }
+    (ms(median(&mut a)) - ms(median(&mut b))) / calls as f64
+}
+
+/// `manifest`'s built-in runtimes `only`, with `options`, loaded off the async workers.
+pub fn load_builtin(only: &[&str], options: RunboxOptions) -> Arc<Runbox> {
+    let options = RunboxOptions {
+        only: only.iter().map(|s| s.to_string()).collect(),
+        ..options
+    };
+    // Loading blocks (it may compile): off the async workers.
+    tokio::task::block_in_place(|| {
+        load_with(Manifest::builtin().expect("built-in plugins.toml"), options)
+    })
+}
+
 /// Runs `code` in `runtime` (60 s allowed) and returns what it produced; it must complete.
 pub async fn run(runbox: &Runbox, runtime: &str, code: &str) -> RunOutcome {
     let outcome = runbox

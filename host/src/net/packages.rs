@@ -21,8 +21,6 @@ const PIP_TIMEOUT: Duration = Duration::from_secs(300);
 const KEPT_ANSWERS_BYTES: usize = 64 << 20;
 /// What pip takes as a file rather than a package's name.
 const ARCHIVES: [&str; 6] = [".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".egg"];
-/// Extensions of native code, which cannot load in the sandbox.
-const NATIVE: [&str; 4] = [".so", ".pyd", ".dylib", ".dll"];
 
 /// `[packages]` of the policy, checked.
 #[derive(Debug, Clone)]
@@ -279,17 +277,16 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
         .to_string_lossy()
         .into_owned();
     let bad = |m: String| Refusal::new(Failure::NotAllowed, m);
-    let stem = file.trim_end_matches(".whl");
-    let parts: Vec<&str> = stem.split('-').collect();
-    if parts.len() < 5 {
+    let Some(parsed) = crate::wheel::WheelName::parse(&file) else {
         return Err(bad(format!("{file} is not a wheel's file name")));
-    }
-    let (abi, platform) = (parts[parts.len() - 2], parts[parts.len() - 1]);
-    if abi != "none" || platform != "any" {
+    };
+    if !parsed.pure {
         return Err(bad(format!(
-            "{file} has native code (its tags are {abi}-{platform}, not none-any): only pure-Python wheels can load in the sandbox"
+            "{file} has native code (its tags are {}, not ABI none and platform any): only pure-Python wheels can load in the sandbox",
+            parsed.tags
         )));
     }
+    let (package, version) = (parsed.name.to_string(), parsed.version.to_string());
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     if size > room {
         return Err(Refusal::new(
@@ -310,10 +307,7 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
             continue;
         }
         let name = entry.name().to_string();
-        if NATIVE
-            .iter()
-            .any(|ext| name.to_ascii_lowercase().ends_with(ext))
-        {
+        if crate::wheel::is_compiled(&name) {
             return Err(bad(format!(
                 "{file} holds native code ({name}): only pure-Python wheels can load in the sandbox"
             )));
@@ -343,8 +337,8 @@ fn read_wheel(path: &Path, room: u64) -> Result<Wheel, Refusal> {
         files.push((safe, content));
     }
     Ok(Wheel {
-        name: parts[0].to_string(),
-        version: parts[1].to_string(),
+        name: package,
+        version,
         file,
         sha256,
         files,

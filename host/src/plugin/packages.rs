@@ -24,7 +24,6 @@ use crate::plugin::artifact::{ArtifactError, Cache, Progress};
 use crate::sandbox::Mount;
 
 /// File name endings of compiled code a pure-Python wheel must not hold.
-const COMPILED: &[&str] = &[".so", ".pyd", ".dylib", ".dll", ".wasm", ".a", ".o"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum PackagesError {
@@ -169,22 +168,20 @@ fn wheel_name(wheel: &Path) -> String {
 /// Refuses a wheel whose tags name a platform, or that holds compiled code.
 fn check_pure(wheel: &Path) -> Result<(), PackagesError> {
     let name = wheel_name(wheel);
-    let stem = name.trim_end_matches(".whl");
-    let parts: Vec<&str> = stem.split('-').collect();
-    if parts.len() < 5 {
+    let Some(parsed) = crate::wheel::WheelName::parse(&name) else {
         return Err(PackagesError::Unreadable {
             wheel: name,
             why: "its file name is not NAME-VERSION-PYTHON-ABI-PLATFORM.whl".into(),
         });
-    }
-    let tags = parts[parts.len() - 3..].join("-");
-    if !(parts[parts.len() - 2] == "none" && parts[parts.len() - 1] == "any") {
+    };
+    if !parsed.pure {
+        let tags = parsed.tags;
         return Err(PackagesError::Platform { wheel: name, tags });
     }
     let archive = open(wheel)?;
     for i in 0..archive.len() {
         let entry_name = archive.name_for_index(i).unwrap_or_default().to_string();
-        if COMPILED.iter().any(|ext| entry_name.ends_with(ext)) || entry_name.contains(".so.") {
+        if crate::wheel::is_compiled(&entry_name) {
             return Err(PackagesError::Compiled {
                 wheel: name,
                 file: entry_name,

@@ -9,7 +9,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::filesystem::StoreDisk;
 use super::sandbox::{Sandbox, StoreState};
-use super::tool_device::{DeviceContext, StoreDevices};
+use super::tool_device::{DeviceContext, DeviceService, StoreDevices};
 use crate::budget::output::Channel;
 use crate::wit::resident::ResidentInput;
 
@@ -87,41 +87,33 @@ pub fn new_store(
     // Code mode: the tools programs may call, and the device to call them through; an
     // empty `/tools` without them. Always after the mounts, as a snapshot saw it
     // (`componentize/snapshot.rs`: the preopens a snapshot's libc found are all it knows).
-    let mut devices = Vec::new();
-    match &run.tool_calls {
-        Some(calls) => {
-            let dir = calls.dir();
-            b.preopened_dir(dir.as_path(), TOOLS_MOUNT, FsPerms::ReadOnly)?;
-            devices.push(DeviceContext {
-                service: calls.clone(),
-                journal: run.journal.clone(),
-                dir,
-                memory: run.memory.clone(),
-            });
-        }
-        None => {
-            if let Some(empty) = &run.empty_tools_dir {
-                b.preopened_dir(empty, TOOLS_MOUNT, FsPerms::ReadOnly)?;
-            }
-        }
-    }
+    let tools = run.tool_calls.as_ref().map(|calls| {
+        let service: Arc<dyn DeviceService> = calls.clone();
+        (service, calls.dir())
+    });
     // The network (docs/network.md): `/net` after `/tools`, as the snapshot saw it, empty
     // without a policy; each secret's placeholder in the variable of its name.
-    match &run.net_calls {
-        Some(calls) => {
-            let dir = calls.net.dir();
-            b.preopened_dir(dir.as_path(), crate::net::NET_MOUNT, FsPerms::ReadOnly)?;
-            b.envs(&calls.net.environment());
-            devices.push(DeviceContext {
-                service: calls.clone(),
-                journal: run.journal.clone(),
-                dir,
-                memory: run.memory.clone(),
-            });
-        }
-        None => {
-            if let Some(empty) = &run.empty_tools_dir {
-                b.preopened_dir(empty, crate::net::NET_MOUNT, FsPerms::ReadOnly)?;
+    let net = run.net_calls.as_ref().map(|calls| {
+        b.envs(&calls.net.environment());
+        let service: Arc<dyn DeviceService> = calls.clone();
+        (service, calls.net.dir())
+    });
+    let mut devices = Vec::new();
+    for (mount, served) in [(TOOLS_MOUNT, tools), (crate::net::NET_MOUNT, net)] {
+        match served {
+            Some((service, dir)) => {
+                b.preopened_dir(dir.as_path(), mount, FsPerms::ReadOnly)?;
+                devices.push(DeviceContext {
+                    service,
+                    journal: run.journal.clone(),
+                    dir,
+                    memory: run.memory.clone(),
+                });
+            }
+            None => {
+                if let Some(empty) = &run.empty_tools_dir {
+                    b.preopened_dir(empty, mount, FsPerms::ReadOnly)?;
+                }
             }
         }
     }
