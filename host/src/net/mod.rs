@@ -232,15 +232,15 @@ impl NetCalls {
         self.received.store(0, Ordering::SeqCst);
     }
 
-    async fn request(&self, bytes: &[u8], memory: &MemoryBudget) -> Result<Vec<u8>, Refusal> {
+    /// The answer to what the program asked (parsed once, in [`DeviceService::call`]), and
+    /// its status for the metrics.
+    async fn answer(
+        &self,
+        asked: Result<Asked, String>,
+        memory: &MemoryBudget,
+    ) -> Result<(Vec<u8>, String), Refusal> {
         let net = &self.net;
-        let install = wire::install(bytes)
-            .transpose()
-            .map_err(|m| Refusal::new(Failure::BadRequest, m))?;
-        let request = match install {
-            Some(_) => None,
-            None => Some(wire::parse(bytes).map_err(|m| Refusal::new(Failure::BadRequest, m))?),
-        };
+        let asked = asked.map_err(|m| Refusal::new(Failure::BadRequest, m))?;
         let limits = &net.config.limits;
         if self.made.fetch_add(1, Ordering::SeqCst) >= limits.requests {
             return Err(Refusal::new(
@@ -252,19 +252,22 @@ impl NetCalls {
                 ),
             ));
         }
-        if let Some(reqs) = install {
-            let Some(installer) = &net.installer else {
-                return Err(Refusal::new(
-                    Failure::NotAllowed,
-                    format!(
-                        "the network policy ({}) has no [packages]: nothing can be installed",
-                        net.config.path.display()
-                    ),
-                ));
-            };
-            return installer.install(&reqs, &net.config.path).await;
-        }
-        let request = request.expect("a request when not an install");
+        let request = match asked {
+            Asked::Fetch(request) => request,
+            Asked::Install(reqs) => {
+                let Some(installer) = &net.installer else {
+                    return Err(Refusal::new(
+                        Failure::NotAllowed,
+                        format!(
+                            "the network policy ({}) has no [packages]: nothing can be installed",
+                            net.config.path.display()
+                        ),
+                    ));
+                };
+                let answer = installer.install(&reqs, &net.config.path).await?;
+                return Ok((answer, "installed".into()));
+            }
+        };
         let received = self.received.load(Ordering::SeqCst);
         let bytes_left = limits.bytes.saturating_sub(received);
         if bytes_left == 0 {
@@ -291,7 +294,22 @@ impl NetCalls {
                 ),
             ));
         };
-        Ok(fetched.answer.to_bytes())
+        Ok((fetched.answer.to_bytes(), fetched.answer.status.to_string()))
+    }
+}
+
+/// What a program asked of `/net/fetch`.
+enum Asked {
+    Fetch(wire::NetRequest),
+    Install(Vec<String>),
+}
+
+impl Asked {
+    fn parse(bytes: &[u8]) -> Result<Asked, String> {
+        match wire::install(bytes) {
+            Some(reqs) => reqs.map(Asked::Install),
+            None => wire::parse(bytes).map(Asked::Fetch),
+        }
     }
 }
 
@@ -324,26 +342,21 @@ impl crate::upstream::device::DeviceService for NetCalls {
     }
 
     async fn call(&self, request: &[u8], memory: &MemoryBudget) -> Answer {
+        let asked = Asked::parse(request);
         // By a host the policy names, else `other`: what a program writes cannot grow
         // the metrics without end.
-        let host = match wire::install(request) {
-            Some(_) => "pip".to_string(),
-            None => wire::parse(request)
-                .ok()
-                .and_then(|r| {
-                    r.url
-                        .host_str()
-                        .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-                })
+        let host = match &asked {
+            Ok(Asked::Install(_)) => "pip".to_string(),
+            Ok(Asked::Fetch(r)) => r
+                .url
+                .host_str()
+                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
                 .filter(|h| self.net.config.allow.iter().any(|a| a.host.matches(h)))
                 .unwrap_or_else(|| "other".into()),
+            Err(_) => "other".to_string(),
         };
-        match self.request(request, memory).await {
-            Ok(bytes) => {
-                let status = serde_json::from_slice::<serde_json::Value>(&bytes)
-                    .ok()
-                    .and_then(|v| v["status"].as_u64())
-                    .map_or_else(|| "-".to_string(), |s| s.to_string());
+        match self.answer(asked, memory).await {
+            Ok((bytes, status)) => {
                 self.net.count(&host, &status);
                 tracing::debug!(host, status, "net request");
                 Answer {
