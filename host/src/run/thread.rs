@@ -37,6 +37,19 @@ where
     .await
 }
 
+/// Runs `work`, file-system work whose size a session decides (writing back hundreds of
+/// MiB of stored files), without holding up an async worker: on the server's
+/// multi-threaded runtime the worker hands its other tasks on first; elsewhere (a run's
+/// own thread, a current-thread runtime) it runs inline.
+pub fn off_the_workers<R>(work: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +71,33 @@ mod tests {
             started.elapsed()
         );
         blocked.await.unwrap().unwrap();
+    }
+
+    /// Slow file-system work of one task does not delay another on the only worker.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn slow_file_work_does_not_stall_the_executor() {
+        let slow = tokio::spawn(async {
+            off_the_workers(|| std::thread::sleep(Duration::from_millis(500)));
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let started = Instant::now();
+        let quick = tokio::spawn(async { 1 + 1 }).await.unwrap();
+        assert_eq!(quick, 2);
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+        slow.await.unwrap();
+    }
+
+    /// Inline where there is no multi-threaded runtime to hand work to.
+    #[test]
+    fn off_the_workers_runs_inline_without_a_runtime() {
+        assert_eq!(off_the_workers(|| 7), 7);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(async { off_the_workers(|| 8) }), 8);
     }
 }

@@ -27,6 +27,7 @@ use super::session::Session;
 use crate::plugin::LoadedPlugin;
 use crate::run::limits::RunLimits;
 use crate::run::outcome::RunStatus;
+use crate::run::thread::off_the_workers;
 use crate::run::{RunError, RunRequest, Runner};
 use crate::state::StoredImage;
 
@@ -122,7 +123,7 @@ impl Session {
         let scratch = &self.sandbox.scratch;
         self.sandbox.disk.forget_all();
         charge_restored(self, base)?;
-        entry::restore_dir(scratch, base).map_err(host)?;
+        off_the_workers(|| entry::restore_dir(scratch, base)).map_err(host)?;
         let limits = replay_limits(runner);
         let mut diverged = None;
         for (n, call) in calls.iter().enumerate() {
@@ -162,15 +163,15 @@ impl Session {
         // An exact replay left exactly `files` (and files its interpreter holds open stay
         // the ones it opened); anything else is replaced.
         let mut used = 0;
-        let replayed = entry::snapshot_dir(scratch, u64::MAX, &mut used);
+        let replayed = off_the_workers(|| entry::snapshot_dir(scratch, u64::MAX, &mut used));
         if replayed.ok().as_deref() != Some(files) {
             if diverged.is_none() && !calls.is_empty() && !files_may_differ {
                 diverged = Some(calls.len());
             }
-            entry::clear_dir(scratch).map_err(host)?;
+            off_the_workers(|| entry::clear_dir(scratch)).map_err(host)?;
             self.sandbox.disk.forget_all();
             charge_restored(self, files)?;
-            entry::restore_dir(scratch, files).map_err(host)?;
+            off_the_workers(|| entry::restore_dir(scratch, files)).map_err(host)?;
         }
         Ok(diverged)
     }
@@ -191,9 +192,11 @@ impl Session {
             return Ok(false);
         }
         let mut used = 0;
-        let now = entry::snapshot_dir(&self.sandbox.scratch, MAX_HISTORY_BYTES * 16, &mut used)
-            .map_err(|e| RunError::Host(format!("cannot rebuild the session: {e}")))?;
-        entry::clear_dir(&self.sandbox.scratch).map_err(host)?;
+        let scratch = &self.sandbox.scratch;
+        let now =
+            off_the_workers(|| entry::snapshot_dir(scratch, MAX_HISTORY_BYTES * 16, &mut used))
+                .map_err(|e| RunError::Host(format!("cannot rebuild the session: {e}")))?;
+        off_the_workers(|| entry::clear_dir(scratch)).map_err(host)?;
         // The stopped call may have changed the files: they are kept as it left them.
         let diverged = self.replay_onto(runner, &base, &calls, &now, true).await?;
         Ok(diverged.is_none())

@@ -16,6 +16,7 @@ use super::history::History;
 use super::session::Session;
 use super::snapshot::in_state_time;
 use crate::run::instance::PluginInstance;
+use crate::run::thread::off_the_workers;
 use crate::run::{RunError, Runner};
 use crate::state::Taking;
 
@@ -79,12 +80,13 @@ impl Session {
             }
         }
         let mut used = 0;
-        let files = entry::snapshot_dir(&self.sandbox.scratch, u64::MAX, &mut used)
-            .map_err(|e| RunError::Host(format!("cannot copy the session's files: {e}")))?;
+        let files =
+            off_the_workers(|| entry::snapshot_dir(&self.sandbox.scratch, u64::MAX, &mut used))
+                .map_err(|e| RunError::Host(format!("cannot copy the session's files: {e}")))?;
         let history = self.history.as_ref().map(|h| self.lock_history(h).copy());
         for child in children {
             charge_restored(child, &files)?;
-            entry::restore_dir(&child.sandbox.scratch, &files)
+            off_the_workers(|| entry::restore_dir(&child.sandbox.scratch, &files))
                 .map_err(|e| RunError::Host(format!("cannot copy the session's files: {e}")))?;
             if let (Some(from), Some(to)) = (&history, &child.history) {
                 *child.lock_history(to) = from.copy();

@@ -15,6 +15,7 @@ use super::durable::charge_restored;
 use super::entry::{self, StoredFile};
 use super::session::Session;
 use crate::run::instance::PluginInstance;
+use crate::run::thread::off_the_workers;
 use crate::run::{RunError, Runner};
 use crate::sandbox::clock::{self, CallClock};
 use crate::state::{SessionImage, StoredImage, Taking};
@@ -96,7 +97,8 @@ impl Session {
             .map_err(|e| refused(e.to_string()))?
             .map_err(|e| refused(e.to_string()))?;
         charge_restored(self, files)?;
-        entry::restore_dir(&self.sandbox.scratch, files).map_err(|e| refused(e.to_string()))?;
+        off_the_workers(|| entry::restore_dir(&self.sandbox.scratch, files))
+            .map_err(|e| refused(e.to_string()))?;
         let (plugin, sandbox) = (self.plugin.clone(), self.sandbox.clone());
         let instance = in_state_time(async move {
             let mut instance = PluginInstance::with_session(&plugin, &sandbox)
