@@ -85,6 +85,8 @@ const PYTHON: &[(&str, &str, &str, f64)] = &[
 ];
 
 fn main() {
+    // As the server does: a guest's exit captures no Rust backtrace.
+    runbox::engine::quiet_error_backtraces();
     let sections: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -607,6 +609,14 @@ async fn prestart(rounds: usize) {
             }
         };
         let with = timed(warm).await;
+        // `PRESTART_ONLY=1` skips the runs started per run (to profile the others alone).
+        if std::env::var_os("PRESTART_ONLY").is_some() {
+            println!(
+                "| {runtime} | {:.2} | {:.2} | {:.2} | - | - | - |",
+                with.0.median, with.0.p95, with.1.median
+            );
+            continue;
+        }
         let without = timed(cold).await;
         println!(
             "| {runtime} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::classify::Ended;
 use super::error::RunError;
 use super::instance::PluginReturn;
-use super::scratch::RunDir;
+use super::scratch::{remove_after_answer, RunDir};
 use super::thread;
 use crate::files::{self, Baseline, InputDigest, OutputFile, OwnFiles, ReturnCaps};
 use crate::sandbox::clock::{self, CallClock};
@@ -127,9 +127,9 @@ where
                 None => Vec::new(),
             };
             finish(state);
-            // The directory goes before the answer: the next run's room on the volume
-            // is checked against what is left there.
-            drop(dir);
+            // A directory holding more than a little goes before the answer: the next
+            // run's room on the volume is checked against what is left there.
+            remove_after_answer(dir, &sandbox.disk);
             let cancelled = cancel.is_cancelled();
             Ok::<_, RunError>(CallEnd {
                 ended,

@@ -19,7 +19,7 @@ use super::instance::{keeps_sessions, PluginCall, PluginInstance, PluginReturn};
 use super::limits::{LimitSettings, RunLimits};
 use super::outcome::{RunOutcome, RunStatus};
 use super::prestart::{Prestarts, Warm};
-use super::scratch::{RunDir, ScratchRoot};
+use super::scratch::{remove_after_answer, RunDir, ScratchRoot};
 use crate::budget::disk::DiskBudget;
 use crate::budget::memory::MemoryBudget;
 use crate::engine::SandboxEngine;
@@ -242,7 +242,13 @@ impl Runner {
         let called = match warm {
             Some(warm) => {
                 let site = site(warm.sandbox.clone(), None);
-                self.call(site, warm, warm_call(request), drop).await?
+                self.call(site, warm, warm_call(request), |warm: Option<Warm>| {
+                    if let Some(warm) = warm {
+                        let disk = warm.sandbox.disk.clone();
+                        remove_after_answer(warm, &disk);
+                    }
+                })
+                .await?
             }
             None => {
                 let scratch = self.scratch.next_run_dir();

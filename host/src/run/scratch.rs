@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::budget::disk::DiskBudget;
 use crate::budget::volume::ScratchVolume;
+use crate::sandbox::reaper::put_away;
 
 /// Name of the lock file inside each process's directory.
 const LOCK_FILE: &str = ".lock";
@@ -22,6 +24,10 @@ const PROCESS_DIR_PREFIX: &str = "runbox-scratch-";
 /// A process's directory while it is being made, before its lock is held: never taken
 /// for a dead process's (removed only when it is old debris of a killed start).
 const STAGING_PREFIX: &str = "runbox-starting-";
+/// A finished run's directory holding at most this much is removed after the answer.
+const SMALL_DIR_BYTES: u64 = 1 << 20;
+/// ... and at most this many files and directories.
+const SMALL_DIR_ENTRIES: u64 = 64;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot use the scratch directory {path}: {source}")]
@@ -135,6 +141,20 @@ impl RunDir {
     }
 }
 
+/// Drops `holder` (a finished run's [`RunDir`], or what holds one) after the answer, on the
+/// reaper's thread, when the run (charged to `disk`) left little in its directory:
+/// removing even a hello's few entries took 0.25–1.2 ms of its answer on ext4. A
+/// directory holding more goes before the answer, as the room the next run finds on the
+/// scratch volume must not wait on a backlog: what can wait is a few small directories
+/// (the reaper's queue holds 16 leftovers).
+pub fn remove_after_answer<T: Send + 'static>(holder: T, disk: &DiskBudget) {
+    if disk.bytes_used() <= SMALL_DIR_BYTES && disk.entries() <= SMALL_DIR_ENTRIES {
+        put_away(holder, 0);
+    } else {
+        drop(holder);
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
         match fs::remove_dir_all(&self.0) {
@@ -203,6 +223,39 @@ fn is_recent(dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A little left in a finished run's directory goes after the answer; more, before.
+    #[test]
+    fn small_run_dirs_are_removed_after_the_answer_big_ones_before() {
+        let base = tempfile::tempdir().unwrap();
+        let small = base.path().join("runbox-run-small");
+        let disk = DiskBudget::new(u64::MAX, u64::MAX);
+        let dir = RunDir::create(&small).unwrap();
+        fs::write(small.join("main.py"), "print(1)").unwrap();
+        disk.charge_object(8).unwrap().created(None);
+        remove_after_answer(dir, &disk);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while small.exists() {
+            assert!(std::time::Instant::now() < until, "never removed");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+
+        let big = base.path().join("runbox-run-big");
+        let dir = RunDir::create(&big).unwrap();
+        fs::write(big.join("data"), vec![0u8; 4096]).unwrap();
+        disk.charge_object(SMALL_DIR_BYTES).unwrap().created(None);
+        remove_after_answer(dir, &disk);
+        assert!(!big.exists(), "removed before it returned");
+
+        let many = base.path().join("runbox-run-many");
+        let dir = RunDir::create(&many).unwrap();
+        let files = DiskBudget::new(u64::MAX, u64::MAX);
+        for _ in 0..=SMALL_DIR_ENTRIES {
+            files.take_entry().unwrap();
+        }
+        remove_after_answer(dir, &files);
+        assert!(!many.exists(), "removed before it returned");
+    }
 
     #[test]
     fn a_killed_servers_scratch_is_removed_and_a_live_ones_kept() {

@@ -2,9 +2,10 @@
 //!
 //! Dropping a run's instance unmaps every page its memories touched (for python, about a
 //! tenth of a hello's time: `munmap` and its TLB shootdowns), which does not change the
-//! answer: a one-off run hands its instance to one background thread. Its scratch
-//! directory is still removed before the answer, since the room the next run finds on
-//! the scratch volume must not depend on a backlog. What waits here is bounded by the
+//! answer: a one-off run hands its instance to one background thread. So does its
+//! scratch directory when it holds little (`run/scratch.rs`, `remove_after_answer`); a
+//! bigger one is removed before the answer, since the room the next run finds on the
+//! scratch volume must not depend on a backlog. What waits here is bounded by the
 //! memory it holds: past [`BACKLOG_BYTES`] the run's own thread drops its instance
 //! itself, as before, so a burst of big runs cannot pile up memory. That memory stays
 //! charged to the server's budget until it is really freed.
