@@ -27,8 +27,8 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// Turns off the Rust backtraces wasmtime's error values capture, unless
 /// `RUST_LIB_BACKTRACE` asks for them. A guest's exit (every `exit()`, and the end of
 /// each pre-started python run) is such an error value, and with `RUST_BACKTRACE=1` in
-/// the environment each one walked the unwind tables of every compiled function: 0.9 ms
-/// of a 2.2 ms python run (bench/RESULTS.md). runbox never shows those backtraces; a
+/// the environment each one walked the unwind tables of the compiled code (about 0.2 ms
+/// of a pre-started python run, side by side here). runbox never shows those; a
 /// panic's still follows `RUST_BACKTRACE`. Call it first thing in `main`, before any
 /// other thread exists (it sets an environment variable).
 pub fn quiet_error_backtraces() {
