@@ -37,7 +37,7 @@ const CASES: &[(&str, &str, &str, &str)] = &[
 const TARGETS: &[Duration] = &[Duration::from_millis(400), Duration::from_millis(2000)];
 
 fn main() {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let rounds = common::rounds(10);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {

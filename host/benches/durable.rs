@@ -36,7 +36,7 @@ const CHECK_DF: &str = "print(df.memory_usage(index=False).sum(), df.shape)";
 const DF_OUT: &str = "104857600 (1310720, 10)\n";
 
 fn main() {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let rounds = common::rounds(5);
     let store = tempfile::tempdir().expect("a temporary directory");
     let options = options_on(store.path());

@@ -49,7 +49,7 @@ fn pathological(n: usize) -> String {
 }
 
 fn main() {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let rounds = common::rounds(5);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");

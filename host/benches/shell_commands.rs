@@ -73,7 +73,7 @@ const CASES: &[Case] = &[
 ];
 
 fn main() {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let rounds = common::rounds(9);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

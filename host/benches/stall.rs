@@ -50,7 +50,7 @@ async fn hellos(runbox: &Runbox, rounds: usize) -> Vec<Duration> {
 }
 
 fn main() {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let rounds = common::rounds(30);
     let manifest = Manifest::builtin().expect("built-in plugins.toml");
     let options = RunboxOptions {

@@ -86,7 +86,7 @@ const PYTHON: &[(&str, &str, &str, f64)] = &[
 
 fn main() {
     // As the server does: a guest's exit captures no Rust backtrace.
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     let sections: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

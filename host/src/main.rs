@@ -9,7 +9,7 @@ use clap::Parser;
 use cli::Cli;
 
 fn main() -> ExitCode {
-    runbox::engine::quiet_error_backtraces();
+    runbox::service::quiet_error_backtraces();
     // stdout belongs to the program's output (and to MCP in stdio mode): logs go to stderr.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

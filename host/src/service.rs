@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::engine::quiet_error_backtraces;
 pub use crate::manifest::SessionMode;
 use crate::plugin::preparation::{NotReady, PluginSlot, Preparation, Preparer, Waiting};
 use crate::plugin::{LoadedPlugin, PluginError};

@@ -37,6 +37,50 @@ where
     .await
 }
 
+/// Runs the future `make()` returns to completion on a new thread the kernel schedules
+/// only when a core would otherwise idle (`SCHED_IDLE`): work done ahead of a call (a
+/// pre-started interpreter) that must never take a core from a call. Where the policy
+/// cannot be set, the thread runs at the lowest niceness instead.
+pub async fn on_idle_thread<F, Fut, R>(make: F) -> Result<R, String>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = R>,
+    R: Send + 'static,
+{
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("runbox-ahead".into())
+        .spawn(move || {
+            yield_to_everything();
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => return drop(done.send(Err(e.to_string()))),
+            };
+            let _ = done.send(Ok(runtime.block_on(make())));
+        })
+        .map_err(|e| e.to_string())?;
+    result
+        .await
+        .map_err(|_| "the thread ended without an answer".to_string())?
+}
+
+/// Puts the calling thread below every other: `SCHED_IDLE`, or else nice 19.
+fn yield_to_everything() {
+    // SAFETY: plain syscalls on the calling thread (pid 0), with a zeroed parameter
+    // (priority 0, as SCHED_IDLE requires; musl's has more fields than glibc's).
+    let idle = unsafe {
+        let param: libc::sched_param = std::mem::zeroed();
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0
+    };
+    if !idle {
+        // SAFETY: as above; on Linux `PRIO_PROCESS` with 0 is the calling thread.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+    }
+}
+
 /// Runs `work`, file-system work whose size a session decides (writing back hundreds of
 /// MiB of stored files), without holding up an async worker: on the server's
 /// multi-threaded runtime the worker hands its other tasks on first; elsewhere (a run's
@@ -89,6 +133,20 @@ mod tests {
             started.elapsed()
         );
         slow.await.unwrap();
+    }
+
+    /// Work ahead runs on a thread of its own, below every other.
+    #[tokio::test]
+    async fn work_ahead_runs_below_everything() {
+        let policy = on_idle_thread(|| async {
+            // SAFETY: reads the calling thread's policy.
+            unsafe { libc::sched_getscheduler(0) }
+        })
+        .await
+        .unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+        // SAFETY: as above, for this (ordinary) thread.
+        assert_ne!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
     }
 
     /// Inline where there is no multi-threaded runtime to hand work to.
