@@ -93,8 +93,6 @@ struct FileEntry {
     paid: u64,
     /// Descriptors and streams of the run that have the file open.
     open: usize,
-    /// Stream writes handed to the blocking pool and not yet seen to complete.
-    in_flight: usize,
     /// The last link is gone; the bytes come back when the file is closed.
     unlinked: bool,
 }
@@ -261,7 +259,6 @@ impl DiskBudget {
             high: size,
             paid: 0,
             open: 0,
-            in_flight: 0,
             unlinked: false,
         });
         entry.open += 1;
@@ -358,7 +355,6 @@ impl DiskBudget {
             high: 0,
             paid: 0,
             open: 0,
-            in_flight: 0,
             unlinked: false,
         });
         let before = entry.high;
@@ -442,18 +438,9 @@ impl OpenFile {
         self.budget.extend(self.key, end)
     }
 
-    /// Charges for appending `len` bytes to the file, now `size` bytes long. With stream
-    /// writes still in flight `size` may be stale, so the append is assumed to land at the
-    /// high-water mark instead.
+    /// Charges for appending `len` bytes to the file, now `size` bytes long.
     pub fn extend_append(&self, size: u64, len: u64) -> Result<Extension, DiskFull> {
-        let start = {
-            let ledger = self.budget.ledger();
-            match ledger.files.get(&self.key) {
-                Some(e) if e.in_flight > 0 => size.max(e.high),
-                _ => size,
-            }
-        };
-        self.extend_to(start.saturating_add(len))
+        self.extend_to(size.saturating_add(len))
     }
 
     /// Settles an extension once the operation is done: the file really reached
@@ -483,28 +470,13 @@ impl OpenFile {
         let Some(entry) = ledger.files.get_mut(&self.key) else {
             return;
         };
-        // A stream write still in flight could land past `size` afterwards.
-        if entry.in_flight > 0 || size >= entry.high {
+        if size >= entry.high {
             return;
         }
         let freed = (entry.high - size).min(entry.paid);
         entry.high = size;
         entry.paid -= freed;
         ledger.used = ledger.used.saturating_sub(freed);
-    }
-
-    /// A stream write was handed to the blocking pool.
-    pub fn write_started(&self) {
-        if let Some(e) = self.budget.ledger().files.get_mut(&self.key) {
-            e.in_flight += 1;
-        }
-    }
-
-    /// A stream write handed to the blocking pool is known to be done.
-    pub fn write_finished(&self) {
-        if let Some(e) = self.budget.ledger().files.get_mut(&self.key) {
-            e.in_flight = e.in_flight.saturating_sub(1);
-        }
     }
 }
 
@@ -589,32 +561,15 @@ mod tests {
     }
 
     #[test]
-    fn shrinking_refunds_unless_a_stream_write_is_in_flight() {
+    fn shrinking_refunds() {
         let budget = DiskBudget::new(100, 10);
         let a = budget.open(A, 0).0;
         let _ = a.extend_to(80).unwrap();
-        a.write_started();
-        a.resized(0);
-        assert_eq!(budget.bytes_used(), 80);
-        a.write_finished();
-        a.write_finished(); // never below zero
         a.resized(20);
         assert_eq!(budget.bytes_used(), 20);
         // Regrowing pays again.
         let _ = a.extend_to(100).unwrap();
         assert_eq!(budget.bytes_used(), 100);
-    }
-
-    #[test]
-    fn appends_with_writes_in_flight_are_charged_past_the_high_water_mark() {
-        let budget = DiskBudget::new(100, 10);
-        let a = budget.open(A, 0).0;
-        let _ = a.extend_append(0, 30).unwrap();
-        assert_eq!(budget.bytes_used(), 30);
-        a.write_started();
-        // The size on disk still says 0: the first append has not landed.
-        let _ = a.extend_append(0, 30).unwrap();
-        assert_eq!(budget.bytes_used(), 60);
     }
 
     #[test]

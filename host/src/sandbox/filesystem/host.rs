@@ -415,6 +415,7 @@ impl QuotaFsView<'_> {
             Descriptor::File(f) => Some(f.file.clone()),
             Descriptor::Dir(_) => None,
         };
+        // wasmtime-wasi's stream first: its checks (a descriptor opened for writing).
         let stream = match offset {
             Some(offset) => self.inner.write_via_stream(fd, offset)?,
             None => self.inner.append_via_stream(fd)?,
@@ -424,14 +425,14 @@ impl QuotaFsView<'_> {
         };
         let at = match offset {
             Some(offset) => At::Offset(offset),
-            None => At::End(handle),
+            None => At::End,
         };
-        let inner = self.inner.table.delete(stream)?;
+        self.inner.table.delete(stream)?;
         let wrapped: DynOutputStream = Box::new(QuotaOutputStream {
-            inner,
+            handle,
             file,
             at,
-            pending: false,
+            closed: false,
         });
         Ok(self.inner.table.push(wrapped)?)
     }

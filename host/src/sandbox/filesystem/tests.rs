@@ -268,3 +268,58 @@ async fn directories_are_charged_a_block_until_removed() {
         .unwrap();
     assert_eq!(f.charged().0, DIRECTORY_BYTES);
 }
+
+/// A stream write lands in the file before `write` returns (no blocking-pool round trip:
+/// the stream has room again at once), is charged, and past the cap fails and closes the
+/// stream; appends land at the end.
+#[tokio::test]
+async fn stream_writes_land_at_once_and_are_charged() {
+    let mut f = Fixture::new(1000, 10);
+    let root = f.root();
+    let mut v = f.view();
+    let file = v
+        .open_at(
+            borrow(&root),
+            no_follow(),
+            "out.txt".into(),
+            types::OpenFlags::CREATE,
+            types::DescriptorFlags::READ | types::DescriptorFlags::WRITE,
+        )
+        .await
+        .unwrap();
+    let at_start = v.write_via_stream(borrow(&file), 0).unwrap();
+    let appends = v.append_via_stream(borrow(&file)).unwrap();
+    let stream = f.table.get_mut(&at_start).unwrap();
+    let room = stream.check_write().unwrap();
+    stream.write(bytes::Bytes::from_static(b"hello ")).unwrap();
+    assert_eq!(stream.check_write().unwrap(), room, "the write is done");
+    assert_eq!(
+        std::fs::read(f.dir.path().join("out.txt")).unwrap(),
+        b"hello "
+    );
+    let stream = f.table.get_mut(&appends).unwrap();
+    stream.write(bytes::Bytes::from_static(b"world")).unwrap();
+    assert_eq!(
+        std::fs::read(f.dir.path().join("out.txt")).unwrap(),
+        b"hello world"
+    );
+    assert_eq!(f.charged(), (11, 1));
+
+    // Past the cap: refused, nothing written, and the stream is closed.
+    let stream = f.table.get_mut(&appends).unwrap();
+    let err = stream
+        .write(bytes::Bytes::from(vec![b'x'; 2000]))
+        .unwrap_err();
+    assert!(
+        matches!(&err, wasmtime_wasi::p2::StreamError::LastOperationFailed(e)
+            if e.downcast_ref::<crate::budget::disk::DiskFull>().is_some()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(f.dir.path().join("out.txt"))
+            .unwrap()
+            .len(),
+        11
+    );
+    assert_eq!(f.charged(), (11, 1));
+}
