@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 
+use crate::args::{self, Problem};
 use crate::net::{self, Failure, Request, Response, Target};
 
 /// The `User-Agent` curl sends by default: some services answer `curl/…` with plain text.
@@ -345,66 +346,12 @@ fn usage_error(message: &str) -> String {
 impl Options {
     fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options::default();
-        let mut rest = args.iter();
-        let mut only_urls = false;
-        while let Some(arg) = rest.next() {
-            if only_urls || arg == "-" || !arg.starts_with('-') {
-                options.urls.push(arg.clone());
-            } else if arg == "--" {
-                only_urls = true;
-            } else if let Some(spec) = arg.strip_prefix("--") {
-                let (name, inline) = match spec.split_once('=') {
-                    Some((name, value)) if takes_value(name) == Some(true) => (name, Some(value)),
-                    _ => (spec, None),
-                };
-                match takes_value(name) {
-                    Some(true) => {
-                        let value = match inline {
-                            Some(value) => value.to_string(),
-                            None => rest.next().cloned().ok_or_else(|| {
-                                usage_error(&format!("option --{name}: requires parameter"))
-                            })?,
-                        };
-                        options.set(name, Some(value));
-                    }
-                    Some(false) => options.set(name, None),
-                    None => match name.strip_prefix("no-") {
-                        // `--no-FLAG` turns a flag off.
-                        Some(flag) if FLAGS.contains(&flag) || IGNORED_FLAGS.contains(&flag) => {
-                            options.unset(flag)
-                        }
-                        _ => return Err(usage_error(&format!("option --{name}: is unknown"))),
-                    },
-                }
-            } else {
-                // A cluster of short options (`-sSL`); one that takes a value takes the
-                // rest of the cluster (`-XPOST`) or the next argument.
-                let cluster = &arg[1..];
-                for (i, c) in cluster.char_indices() {
-                    let Some(name) = short_option(c) else {
-                        return Err(usage_error(&format!("option -{c}: is unknown")));
-                    };
-                    if takes_value(name) == Some(true) {
-                        let attached = &cluster[i + c.len_utf8()..];
-                        let value = if attached.is_empty() {
-                            rest.next().cloned().ok_or_else(|| {
-                                usage_error(&format!("option -{c}: requires parameter"))
-                            })?
-                        } else {
-                            attached.to_string()
-                        };
-                        options.set(name, Some(value));
-                        break;
-                    }
-                    options.set(name, None);
-                }
-            }
-        }
+        args::parse(&mut options, args)?;
         Ok(options)
     }
 
     /// The option `name` (a long name) with its value, if it takes one.
-    fn set(&mut self, name: &str, value: Option<String>) {
+    fn apply(&mut self, name: &str, value: Option<String>) {
         let text = || value.clone().unwrap_or_default();
         match name {
             "request" => self.method = Some(text()),
@@ -461,6 +408,44 @@ impl Options {
     /// Whether error messages are printed.
     fn errors_shown(&self) -> bool {
         !self.silent || self.show_error
+    }
+}
+
+impl args::Command for Options {
+    type Error = String;
+    const SPLITS_ONLY_VALUED: bool = true;
+
+    fn takes_value(name: &str) -> Option<bool> {
+        takes_value(name)
+    }
+
+    fn short(c: char) -> Option<&'static str> {
+        short_option(c)
+    }
+
+    fn set(&mut self, name: &str, value: Option<String>) -> Result<(), String> {
+        self.apply(name, value);
+        Ok(())
+    }
+
+    fn operand(&mut self, arg: &str) {
+        self.urls.push(arg.to_string());
+    }
+
+    fn problem(&mut self, problem: Problem) -> Result<(), String> {
+        Err(usage_error(&match problem {
+            // `--no-FLAG` turns a flag off.
+            Problem::UnknownLong(name) => match name.strip_prefix("no-") {
+                Some(flag) if FLAGS.contains(&flag) || IGNORED_FLAGS.contains(&flag) => {
+                    self.unset(flag);
+                    return Ok(());
+                }
+                _ => format!("option --{name}: is unknown"),
+            },
+            Problem::UnknownShort(c) => format!("option -{c}: is unknown"),
+            Problem::LongWithoutValue(name) => format!("option --{name}: requires parameter"),
+            Problem::ShortWithoutValue(c) => format!("option -{c}: requires parameter"),
+        }))
     }
 }
 

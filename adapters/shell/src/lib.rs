@@ -22,6 +22,7 @@
 // Outside WebAssembly only the tests use the interpreter.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
+mod args;
 mod bc;
 mod commands;
 mod curl;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 
+use crate::args::{self, Problem};
 use crate::net::{self, Failure, Request, Target};
 
 const USER_AGENT: &str = "Wget/1.21.4";
@@ -261,66 +262,11 @@ fn usage_error(message: &str, status: i32) -> (String, i32) {
 impl Options {
     fn parse(args: &[String]) -> Result<Options, (String, i32)> {
         let mut options = Options::default();
-        let mut rest = args.iter();
-        let mut only_urls = false;
-        while let Some(arg) = rest.next() {
-            if only_urls || arg == "-" || !arg.starts_with('-') {
-                options.urls.push(arg.clone());
-            } else if arg == "--" {
-                only_urls = true;
-            } else if let Some(spec) = arg.strip_prefix("--") {
-                let (name, inline) = match spec.split_once('=') {
-                    Some((name, value)) => (name, Some(value)),
-                    None => (spec, None),
-                };
-                match takes_value(name) {
-                    Some(true) => {
-                        let value = match inline {
-                            Some(value) => value.to_string(),
-                            None => rest.next().cloned().ok_or_else(|| {
-                                usage_error(&format!("option '--{name}' requires an argument"), 2)
-                            })?,
-                        };
-                        options.set(name, Some(value))?;
-                    }
-                    Some(false) if inline.is_none() => options.set(name, None)?,
-                    _ => return Err(usage_error(&format!("unrecognized option '--{name}'"), 2)),
-                }
-            } else if let Some(name) = match arg.as_str() {
-                "-nv" => Some("no-verbose"),
-                "-nc" => Some("no-clobber"),
-                "-nd" => Some("no-directories"),
-                "-nH" => Some("no-host-directories"),
-                "-np" => Some("no-parent"),
-                _ => None,
-            } {
-                options.set(name, None)?;
-            } else {
-                let cluster = &arg[1..];
-                for (i, c) in cluster.char_indices() {
-                    let Some(name) = short_option(c) else {
-                        return Err(usage_error(&format!("invalid option -- '{c}'"), 2));
-                    };
-                    if takes_value(name) == Some(true) {
-                        let attached = &cluster[i + c.len_utf8()..];
-                        let value = if attached.is_empty() {
-                            rest.next().cloned().ok_or_else(|| {
-                                usage_error(&format!("option requires an argument -- '{c}'"), 2)
-                            })?
-                        } else {
-                            attached.to_string()
-                        };
-                        options.set(name, Some(value))?;
-                        break;
-                    }
-                    options.set(name, None)?;
-                }
-            }
-        }
+        args::parse(&mut options, args)?;
         Ok(options)
     }
 
-    fn set(&mut self, name: &str, value: Option<String>) -> Result<(), (String, i32)> {
+    fn apply(&mut self, name: &str, value: Option<String>) -> Result<(), (String, i32)> {
         let text = || value.clone().unwrap_or_default();
         match name {
             "output-document" => self.output_document = Some(text()),
@@ -363,6 +309,48 @@ impl Options {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl args::Command for Options {
+    type Error = (String, i32);
+    const SPLITS_ONLY_VALUED: bool = false;
+
+    fn takes_value(name: &str) -> Option<bool> {
+        takes_value(name)
+    }
+
+    fn short(c: char) -> Option<&'static str> {
+        short_option(c)
+    }
+
+    fn word(arg: &str) -> Option<&'static str> {
+        match arg {
+            "-nv" => Some("no-verbose"),
+            "-nc" => Some("no-clobber"),
+            "-nd" => Some("no-directories"),
+            "-nH" => Some("no-host-directories"),
+            "-np" => Some("no-parent"),
+            _ => None,
+        }
+    }
+
+    fn set(&mut self, name: &str, value: Option<String>) -> Result<(), (String, i32)> {
+        self.apply(name, value)
+    }
+
+    fn operand(&mut self, arg: &str) {
+        self.urls.push(arg.to_string());
+    }
+
+    fn problem(&mut self, problem: Problem) -> Result<(), (String, i32)> {
+        let message = match problem {
+            Problem::UnknownLong(name) => format!("unrecognized option '--{name}'"),
+            Problem::UnknownShort(c) => format!("invalid option -- '{c}'"),
+            Problem::LongWithoutValue(name) => format!("option '--{name}' requires an argument"),
+            Problem::ShortWithoutValue(c) => format!("option requires an argument -- '{c}'"),
+        };
+        Err(usage_error(&message, 2))
     }
 }
 
