@@ -7,7 +7,9 @@
 //! `bench/RESULTS.md` is made from). MCP numbers are client round trips through the real
 //! binary (`runbox mcp` over stdio, rmcp's client); in-process numbers call the library.
 //! Native programs (python3, gcc, g++, node) are run beside when installed. Runtimes come
-//! from the tests' cache (`RUNBOX_CACHE_DIR`, default `target/runbox-cache`).
+//! from the tests' cache (`RUNBOX_CACHE_DIR`, default `target/runbox-cache`), and from
+//! `RUNBOX_PLUGINS` (a plugins.toml) when it is set, in-process and through MCP alike: two
+//! runs with two lists measure a plugin's change beside what it was.
 
 mod common;
 
@@ -156,7 +158,11 @@ where
 }
 
 fn load(only: &[&str]) -> Arc<Runbox> {
-    load_from(Manifest::builtin().expect("built-in plugins.toml"), only)
+    let chosen = std::env::var_os("RUNBOX_PLUGINS").map(std::path::PathBuf::from);
+    load_from(
+        Manifest::load_or_builtin(chosen.as_deref()).expect("the plugins.toml"),
+        only,
+    )
 }
 
 /// `only` of `manifest`'s runtimes, loaded from the shared cache.

@@ -1,7 +1,7 @@
 //! The languages added as plugins (docs/runtimes.md), checked on what users ask of them: `shell`'s
 //! tools on input files, a TypeScript program with interfaces, generics and an enum (a
 //! type error not reported, a syntax error at its line), and `prolog` from a plugins.toml
-//! entry alone.
+//! entry alone; ruby without RubyGems at start, its error messages as they were.
 
 use runbox::service::RunRequest;
 use runbox::service::{RunOutcome, RunStatus};
@@ -207,4 +207,91 @@ async fn an_endless_prolog_recursion_says_it_ran_out_of_memory() {
     let out = run("prolog", ":- initialization(main).\nmain :- fail.\n").await;
     assert_eq!(out.exit_code, Some(1), "{out:?}");
     assert_eq!(out.notice, None, "a plain failure: {out:?}");
+}
+
+/// A call in a new `runtime` session running `code`: its outcome, whatever its exit.
+async fn in_session(runtime: &str, code: &str) -> RunOutcome {
+    let rb = runbox();
+    let id = rb
+        .create_session(runtime)
+        .await
+        .expect("a session")
+        .session_id;
+    rb.run(
+        RunRequest {
+            code: code.into(),
+            session_id: Some(id),
+            ..RunRequest::default()
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("run")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruby_starts_without_rubygems_and_loads_it_when_asked() {
+    // RubyGems is most of ruby's start (runtimes/ruby/prelude.rb): a hello must not load it.
+    let out = run(
+        "ruby",
+        "puts $LOADED_FEATURES.grep(/rubygems|did_you_mean|error_highlight/).size\n",
+    )
+    .await;
+    completed("ruby", &out);
+    assert_eq!(out.stdout(), "0\n");
+    // What a program asks of it still works, loaded on the way.
+    let out = run(
+        "ruby",
+        "p Gem::Version.new('1.10') > Gem::Version.new('1.9')\nrequire 'json'\nputs JSON.generate({a: [1]})\nputs $stdout.sync\n",
+    )
+    .await;
+    completed("ruby", &out);
+    assert_eq!(out.stdout(), "true\n{\"a\":[1]}\ntrue\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruby_errors_are_annotated_as_with_rubygems_loaded() {
+    let code = "count = 1\nputs coutn\n";
+    // error_highlight points at the name in a run's file; a session's call is evaluated
+    // text, which it cannot point into (as before).
+    for (out, pointed) in [
+        (run("ruby", code).await, true),
+        (in_session("ruby", code).await, false),
+    ] {
+        assert_eq!(out.exit_code, Some(1), "{out:?}");
+        let err = out.stderr();
+        assert!(
+            err.contains("main.rb:2:in `<main>': undefined local variable or method `coutn'")
+                && err.contains("puts coutn\n     ^^^^^") == pointed
+                && err.contains("Did you mean?  count"),
+            "{err}"
+        );
+    }
+    // A rescued error's full message is annotated too.
+    let out = run(
+        "ruby",
+        "begin\n  {name: 1}.fetch(:nme)\nrescue KeyError => e\n  puts e.full_message(highlight: false)\nend\n",
+    )
+    .await;
+    completed("ruby", &out);
+    assert!(
+        out.stdout().contains("Did you mean?  :name"),
+        "{}",
+        out.stdout()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ruby_syntax_errors_say_where() {
+    // syntax_suggest, which fails without threads, used to leave only "main.rb: SyntaxError".
+    let code = "def f\n  if true\n    1\nend\n";
+    for out in [run("ruby", code).await, in_session("ruby", code).await] {
+        assert_eq!(out.exit_code, Some(1), "{out:?}");
+        assert!(
+            out.stderr()
+                .contains("main.rb:4: syntax error, unexpected end-of-input"),
+            "{}",
+            out.stderr()
+        );
+    }
 }
