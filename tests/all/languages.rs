@@ -1,7 +1,8 @@
 //! The languages added as plugins (docs/runtimes.md), checked on what users ask of them: `shell`'s
 //! tools on input files, a TypeScript program with interfaces, generics and an enum (a
 //! type error not reported, a syntax error at its line), and `prolog` from a plugins.toml
-//! entry alone; ruby without RubyGems at start, its error messages as they were.
+//! entry alone (its stable sorts read only when a program sorts); ruby without RubyGems at
+//! start, its error messages as they were.
 
 use runbox::service::RunRequest;
 use runbox::service::{RunOutcome, RunStatus};
@@ -186,6 +187,29 @@ async fn prolog_runs_a_program_and_reports_its_errors() {
     .await;
     assert_eq!(out.exit_code, Some(3), "{out:?}");
     assert_eq!(out.stdout(), "bye\n");
+}
+
+/// The prelude's stable sorts (runtimes/prolog/stable.pl) are read only by a program that
+/// names a sort, and still reach a closure handed to the program's own meta-predicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prolog_reads_its_stable_sorts_only_when_a_program_sorts() {
+    let loaded = "( current_predicate('$rb_keysort'/2) -> write(loaded) ; write(not_loaded) ), nl";
+    let out = run(
+        "prolog",
+        &format!(":- initialization(main).\nmain :- {loaded}.\n"),
+    )
+    .await;
+    completed("prolog", &out);
+    assert_eq!(out.stdout(), "not_loaded\n");
+    let out = run(
+        "prolog",
+        &format!(
+            ":- meta_predicate(app(2, ?, ?)).\napp(G, X, Y) :- call(G, X, Y).\n:- initialization(main).\nmain :- app(keysort, [b-1,a-2,b-0,a-1], S), write(S), nl, {loaded}.\n"
+        ),
+    )
+    .await;
+    completed("prolog", &out);
+    assert_eq!(out.stdout(), "[a-2,a-1,b-1,b-0]\nloaded\n");
 }
 
 /// Trealla reports running out of memory as a failure ("goal failed:
