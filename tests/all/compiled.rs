@@ -430,3 +430,43 @@ async fn stack_overflow_is_a_crash() {
     let out = run("clang", c).await;
     assert_eq!(out.status, RunStatus::Crashed, "{out:?}");
 }
+
+/// A C++ program compiled anew leaves its compiled functions in the programs' pack
+/// (host/src/engine/function_pack.rs), so the next new program does not compile libc++'s
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_programs_keep_their_compiled_functions_for_the_next() {
+    let programs = crate::common::cache_dir().join("compiled/programs");
+    let packs = || -> Vec<(std::path::PathBuf, u64)> {
+        std::fs::read_dir(&programs)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.starts_with("functions-cranelift-") && !name.contains("unoptimized")
+                    })
+                    .map(|e| (e.path(), e.metadata().map(|m| m.len()).unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // New text (nothing compiled before answers it), using a part of libc++ only it uses.
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let code = format!(
+        "#include <iostream>\n#include <iomanip>\nint main() {{ std::cout << std::setw(24) << {unique}ULL << std::endl; }}\n"
+    );
+    assert_output(&run("clangpp", &code).await, 0, &format!("{unique:>24}\n"));
+    let kept = packs();
+    assert_eq!(
+        kept.len(),
+        1,
+        "one pack per compiler and wasmtime: {kept:?}"
+    );
+    assert!(
+        kept[0].1 > 100_000,
+        "libc++'s functions are in it: {kept:?}"
+    );
+}

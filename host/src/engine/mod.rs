@@ -8,6 +8,7 @@
 
 pub mod compile_pool;
 pub mod compiled_cache;
+pub mod function_pack;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -165,6 +166,27 @@ pub fn program_config(compiler: ProgramCompiler) -> Config {
         }
     }
     config
+}
+
+/// The program engine of a compiling child, with the pack of compiled functions kept in
+/// `dir` when the compiler is Cranelift (see [`function_pack`]); save the pack after the
+/// compile. Winch has no incremental cache: no pack.
+pub fn program_engine_with_pack(
+    compiler: ProgramCompiler,
+    dir: &Path,
+) -> Result<(Engine, Option<Arc<function_pack::FunctionPack>>), EngineError> {
+    let new = |config: &Config| Engine::new(config).map_err(|e| EngineError::Config(e.into()));
+    let plain = new(&program_config(compiler))?;
+    if compiler == ProgramCompiler::Winch {
+        return Ok((plain, None));
+    }
+    let path = function_pack::FunctionPack::path_in(dir, compiler.name(), &plain);
+    let pack = Arc::new(function_pack::FunctionPack::open(path));
+    let mut config = program_config(compiler);
+    config
+        .enable_incremental_compilation(pack.clone())
+        .map_err(|e| EngineError::Config(e.into()))?;
+    Ok((new(&config)?, Some(pack)))
 }
 
 /// Compiled functions by Cranelift's cache key, kept in memory for the compiles of one

@@ -333,7 +333,10 @@ pub fn compile_program_child(compiler: ProgramCompiler, output: &Path) -> i32 {
             return EXIT_INVALID_PROGRAM;
         }
     };
-    let engine = match wasmtime::Engine::new(&crate::engine::program_config(compiler)) {
+    // The pack of compiled functions lives beside the output, in the compiled programs'
+    // directory (see `engine::function_pack`).
+    let dir = output.parent().unwrap_or(Path::new("."));
+    let (engine, pack) = match crate::engine::program_engine_with_pack(compiler, dir) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("cannot configure wasmtime: {e}");
@@ -350,6 +353,11 @@ pub fn compile_program_child(compiler: ProgramCompiler, output: &Path) -> i32 {
     if let Err(e) = std::fs::write(output, compiled) {
         eprintln!("cannot write {}: {e}", output.display());
         return 1;
+    }
+    // Only a compile that succeeded adds to the pack; failing to write it costs speed
+    // only.
+    if let Some(Err(e)) = pack.map(|p| p.save()) {
+        tracing::warn!(error = %e, "cannot keep the compiled functions of a program");
     }
     0
 }
