@@ -1,8 +1,8 @@
 //! The benchmark suite: how fast runbox answers, per runtime, warm, medians and p95.
 //!
 //! `cargo bench --bench suite` runs every section; `cargo bench --bench suite -- hello
-//! python` only those (sections: hello, python, cpu, pycpu, throughput, session,
-//! prestart, memory, cold), `ROUNDS=N` sets the rounds, and `RUNTIMES=a,b` limits the hello
+//! python` only those (sections: hello, python, cpu, newsource, pycpu, throughput,
+//! session, prestart, memory, cold), `ROUNDS=N` sets the rounds, and `RUNTIMES=a,b` limits the hello
 //! section to those runtimes (for profiling one). It prints markdown tables (what
 //! `bench/RESULTS.md` is made from). MCP numbers are client round trips through the real
 //! binary (`runbox mcp` over stdio, rmcp's client); in-process numbers call the library.
@@ -113,6 +113,9 @@ fn main() {
         }
         if wants("cpu") {
             cpu(rounds.min(7)).await;
+        }
+        if wants("newsource") {
+            new_source(rounds.min(15)).await;
         }
         if wants("pycpu") {
             pycpu(rounds.min(7)).await;
@@ -375,6 +378,131 @@ async fn cpu(rounds: usize) {
                 "| {name} | {:.0} | - | - | {what} not installed |",
                 s.median
             ),
+        }
+    }
+    println!();
+}
+
+/// A C or C++ hello whose text is new at every round (its greeting numbered), so that
+/// nothing compiled before answers it: what a model sends.
+struct NewSource {
+    row: &'static str,
+    runtime: &'static str,
+    ext: &'static str,
+    native: &'static str,
+    program: fn(&str) -> String,
+}
+
+const NEW_SOURCES: &[NewSource] = &[
+    NewSource {
+        row: "C `<stdio.h>` hello",
+        runtime: "clang",
+        ext: "c",
+        native: "gcc",
+        program: |greeting| {
+            format!("#include <stdio.h>\nint main(void) {{ puts(\"{greeting}\"); return 0; }}\n")
+        },
+    },
+    NewSource {
+        row: "C++ `<iostream>` hello",
+        runtime: "clangpp",
+        ext: "cpp",
+        native: "g++",
+        program: |greeting| {
+            format!(
+                "#include <iostream>\nint main() {{ std::cout << \"{greeting}\" << std::endl; }}\n"
+            )
+        },
+    },
+];
+
+/// Goal 2 of issue 46: C and C++ from new source through MCP and through `runbox run`
+/// (one process), each round beside gcc or g++ `-O2` compiling and running the same text.
+async fn new_source(rounds: usize) {
+    let server = McpServer::start(&["--runtimes", "clang,clangpp"]).await;
+    header(
+        "C and C++ from new source (compile + link + run)",
+        &[
+            "program",
+            "through MCP",
+            "`runbox run`",
+            "native",
+            "MCP / native",
+            "`runbox run` / native",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // Numbered from the clock too: the compiled-program cache outlives a bench run.
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    for source in NEW_SOURCES {
+        let (mut mcp, mut cli, mut native) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..=rounds {
+            let greeting = |way: &str| format!("hello, world {salt} {way} {round}");
+            let started = Instant::now();
+            let text = greeting("mcp");
+            server
+                .expect(
+                    source.runtime,
+                    &(source.program)(&text),
+                    None,
+                    &format!("{text}\n"),
+                )
+                .await;
+            let through_mcp = started.elapsed();
+            let file = dir.path().join(format!("prog.{}", source.ext));
+            std::fs::write(&file, (source.program)(&greeting("cli"))).unwrap();
+            let started = Instant::now();
+            let out = Command::new(env!("CARGO_BIN_EXE_runbox"))
+                .env("RUNBOX_CACHE_DIR", common::cache_dir())
+                .args(["-q", "run", source.runtime])
+                .arg(&file)
+                .output()
+                .expect("runbox run");
+            let through_cli = started.elapsed();
+            assert!(out.status.success(), "runbox run: {out:?}");
+            std::fs::write(&file, (source.program)(&greeting("native"))).unwrap();
+            let exe = dir.path().join("prog");
+            let started = Instant::now();
+            let built = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "{} -O2 -o {} {} && {}",
+                    source.native,
+                    exe.display(),
+                    file.display(),
+                    exe.display()
+                ))
+                .output()
+                .ok()
+                .filter(|o| o.status.success());
+            let natively = started.elapsed();
+            // Round 0 warms up (the runtimes loaded, the native compiler in the page cache).
+            if round > 0 {
+                mcp.push(through_mcp);
+                cli.push(through_cli);
+                if built.is_some() {
+                    native.push(natively);
+                }
+            }
+        }
+        let (mcp, cli) = (stats(&mut mcp).median, stats(&mut cli).median);
+        if native.is_empty() {
+            println!(
+                "| {} | {mcp:.0} | {cli:.0} | {} not installed | - | - |",
+                source.row, source.native
+            );
+        } else {
+            let native = stats(&mut native).median;
+            println!(
+                "| {} | {mcp:.0} | {cli:.0} | {native:.0} ({} -O2) | {:.2} | {:.2} |",
+                source.row,
+                source.native,
+                mcp / native,
+                cli / native
+            );
         }
     }
     println!();
