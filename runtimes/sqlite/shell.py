@@ -102,7 +102,7 @@ def start(argv, stdout=None):
     db.execute("pragma temp_store = memory")
     # SQLite seeds its generator from /dev/urandom, which WASI lacks: it falls back to the
     # clock's second, so runs in the same second drew the same numbers. random() and
-    # randomblob() draw from the system instead (python's _runbox.py holds the same for
+    # randomblob() draw from the system instead (python's _runbox_runs.py holds the same for
     # its sqlite3.connect: each runtime's snapshot is one program of its own).
     db.create_function("random", 0, random_int)
     db.create_function("randomblob", 1, random_blob)

@@ -126,6 +126,7 @@ pub fn command_from_reactor(
             alloc,
             start.programs.max(1),
             (args_sizes_get, args_get, proc_exit),
+            started_global,
         ),
         turn_body(&init, entry, started_global),
         realloc_body(alloc),
@@ -371,6 +372,7 @@ fn start_body(
     alloc: u32,
     programs: u32,
     (args_sizes_get, args_get, proc_exit): (u32, u32, u32),
+    started: u32,
 ) -> Function {
     // Locals: 0 sizes (argc, buf_len), 1 argc, 2 argv, 3 buf, 4 arg, 5 len, 6 code,
     // 7 result, 8 i (the argument being run).
@@ -399,6 +401,9 @@ fn start_body(
     for &func in init {
         f.instruction(&I::Call(func));
     }
+    // Started: a `turn` after `_start` does not run the `init` exports again.
+    f.instruction(&I::I32Const(1))
+        .instruction(&I::GlobalSet(started));
     // sizes = align4(alloc(8 + 3)); args_sizes_get(sizes, sizes + 4). `alloc` need not
     // align: preview1 writes 4-byte words.
     f.instruction(&I::I32Const(11)).instruction(&I::Call(alloc));

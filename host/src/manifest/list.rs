@@ -202,6 +202,73 @@ mod tests {
         }
     }
 
+    /// A snapshot program is one text or a list of whole ones; a part over what a
+    /// stand-in can pass as an argument is refused (python's one 59 KB text crashed every
+    /// stand-in run).
+    #[test]
+    fn snapshot_programs_come_in_parts_each_one_an_argument_can_hold() {
+        let reactor = |program: &str| {
+            format!(
+                r#"
+[plugins.r]
+language = "R"
+version = "1"
+extension = "r"
+adapter = "command"
+[plugins.r.tools.t]
+path = "x.wasm"
+sha256 = "{}"
+[plugins.r.tools.t.reactor]
+entry = "turn"
+alloc = "alloc"
+[plugins.r.tools.t.reactor.snapshot]
+program = {program}
+"#,
+                "0".repeat(64)
+            )
+        };
+        let snapshot = |m: &Manifest| {
+            m.plugins["r"].tools["t"]
+                .reactor
+                .as_ref()
+                .and_then(|r| r.snapshot.clone())
+                .unwrap()
+        };
+        let one = parse(&reactor("\"a = 1\"")).unwrap();
+        assert_eq!(snapshot(&one).program, ["a = 1"]);
+        let parts = parse(&reactor("[\"a = 1\", \"b = a\"]")).unwrap();
+        assert_eq!(snapshot(&parts).program, ["a = 1", "b = a"]);
+        assert_eq!(snapshot(&parts).text(), "a = 1\nb = a");
+        let big = format!(
+            "\"{}\"",
+            "#".repeat(super::super::schema::MAX_PROGRAM_PART_BYTES + 1)
+        );
+        let e = parse(&reactor(&format!("[\"a = 1\", {big}]")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("reactor.snapshot.program") && e.contains("part 2 is 49153 bytes"),
+            "{e}"
+        );
+        let e = parse(&reactor("[]")).unwrap_err().to_string();
+        assert!(e.contains("names no program"), "{e}");
+        // Each of the built-in list's parts fits.
+        let builtin = Manifest::builtin().unwrap();
+        let python = &builtin.plugins["python"].tools["python"];
+        assert_eq!(
+            python
+                .reactor
+                .as_ref()
+                .unwrap()
+                .snapshot
+                .as_ref()
+                .unwrap()
+                .program
+                .len(),
+            3
+        );
+    }
+
     #[test]
     fn syntax_error_names_the_file() {
         let e = parse("[plugins.x\n").unwrap_err().to_string();

@@ -264,12 +264,42 @@ pub struct ReactorSpec {
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SnapshotSpec {
-    /// The program given to `entry`; it must succeed (result 0).
-    pub program: String,
+    /// The program given to `entry`; it must succeed (result 0). A list is its parts in
+    /// order, each a whole program text: the snapshot runs them joined, a stand-in (see
+    /// `plugin::provisional`) one after the other, each handed over as one argument, at
+    /// most [`MAX_PROGRAM_PART_BYTES`].
+    #[serde(deserialize_with = "one_or_more")]
+    pub program: Vec<String>,
     /// `KEY=VALUE` items: the environment while the snapshot is taken. A runtime that
     /// reads its environment while starting keeps what it saw here.
     #[serde(default)]
     pub env: Vec<String>,
+}
+
+/// The most one part of a snapshot program may hold. A stand-in's reactor reads its
+/// programs as arguments, and the preview1 bridge takes one argument into a scratch
+/// buffer of under 64 KiB (python's 59 KB `_runbox` crashed every stand-in run).
+pub const MAX_PROGRAM_PART_BYTES: usize = 48 << 10;
+
+impl SnapshotSpec {
+    /// The whole program, its parts joined.
+    pub fn text(&self) -> String {
+        self.program.join("\n")
+    }
+}
+
+/// A string, or a list of strings.
+fn one_or_more<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMore {
+        One(String),
+        More(Vec<String>),
+    }
+    Ok(match OneOrMore::deserialize(d)? {
+        OneOrMore::One(text) => vec![text],
+        OneOrMore::More(parts) => parts,
+    })
 }
 
 /// A `stub-imports` key's two parts, `module.name` (the module may not contain a dot;

@@ -169,6 +169,30 @@ fn tool_recipe(tool: &ToolSpec) -> Result<(), FieldError> {
             format!("`{bad}` is not KEY=VALUE"),
         ));
     }
+    let max = super::schema::MAX_PROGRAM_PART_BYTES;
+    if let Some(snapshot) = &r.snapshot {
+        if snapshot.program.is_empty() {
+            return Err(refuse("reactor.snapshot.program", "names no program"));
+        }
+        if let Some((i, part)) = snapshot
+            .program
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.len() > max)
+        {
+            return Err(refuse(
+                "reactor.snapshot.program",
+                format!(
+                    "part {} is {} bytes, over {max}: before its snapshot is taken the \
+                     runtime is served with each part handed over as an argument; split it \
+                     into a list of whole programs, run in order (`program = [{{ include = \
+                     \"a.py\" }}, {{ include = \"b.py\" }}]`)",
+                    i + 1,
+                    part.len()
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -3,8 +3,8 @@
 //! Taking python's snapshot compiles CPython (99 MB of WebAssembly) to run its start-up,
 //! then compiles the snapshot: about two minutes on two cores (bench/RESULTS.md, "First
 //! start on an empty cache"). A call waiting for it meanwhile is served by the module as
-//! it is, started up at each run: its `_start` runs the snapshot's program, then the
-//! call's ([`ReactorStart::programs`](crate::componentize::ReactorStart): 2), in the
+//! it is, started up at each run: its `_start` runs the snapshot program's parts, then the
+//! call's ([`ReactorStart::programs`](crate::componentize::ReactorStart)), in the
 //! snapshot's environment (ahead of the caller's, so its values win). Each run pays the
 //! start-up (4 s for python, within the call's time limit) and writes what the start-up
 //! writes (matplotlib's font cache under `/.runbox/`, an own file); a program sees the
@@ -35,8 +35,10 @@ pub(super) fn tool(
         .ok_or_else(|| loader.invalid(format!("tool `{name}` has no snapshot to stand in for")))?;
     let path = loader.cache.fetch(&spec.artifact, loader.progress)?;
     let mut recipe = ToolRecipe::for_tool(spec);
+    // The snapshot program's parts, then the call's.
+    let parts = snapshot.program.len() as u32;
     if let Some(start) = recipe.reactor.as_mut() {
-        start.programs = 2;
+        start.programs = parts + 1;
     }
     let step = loader.progress.step(format!(
         "compiling {} tool `{name}` to answer calls while its snapshot is taken…",
@@ -58,7 +60,7 @@ pub(super) fn tool(
         argv0: spec.argv0.clone().unwrap_or_else(|| name.to_string()),
         pre: loader.linked(name, &component)?,
         lead: ToolLead {
-            args: vec![snapshot.program.clone()],
+            args: snapshot.program.clone(),
             env: parse_env(&snapshot.env),
         },
         turns: super::tool_loader::turn_doors(spec, &component),

@@ -136,9 +136,10 @@ impl ToolLoader<'_> {
                     BinaryKind::CoreModule => {
                         let module = match (snapshot, &recipe.reactor) {
                             (Some(snap), Some(start)) => {
+                                let program = snap.text();
                                 let plan = SnapshotPlan {
                                     start,
-                                    program: &snap.program,
+                                    program: &program,
                                     argv0: &argv0,
                                     env: parse_env(&snap.env),
                                     preopens: Vec::new(),

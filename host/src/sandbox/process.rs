@@ -65,6 +65,22 @@ impl process::HostResident for StoreState {
         let resident = match turns {
             Some(doors) => {
                 let instance = pre.instance_pre().instantiate_async(&mut store).await?;
+                // A reactor served before its snapshot (a stand-in: it has a lead) is not
+                // started yet, and `turn`'s text is handed over in memory its allocator
+                // gives before `turn` runs, which it cannot do unstarted (wasmtime traps:
+                // "cannot leave component instance"). Its `_start` starts it and runs the
+                // lead and the next text; the rest run as turns.
+                let lead = tool.map_or(0, |t| t.lead.args.len());
+                let start = if lead > 0 {
+                    if let Some(code) = start_in_place(&mut store, &instance).await? {
+                        return Err(wasmtime::format_err!(
+                            "the interpreter exited with {code} as it started"
+                        ));
+                    }
+                    start.into_iter().skip(lead + 1).collect()
+                } else {
+                    start
+                };
                 let resume = doors.resume.clone();
                 let instance = Box::new(ToolAtRest::new(store, instance, doors));
                 let mut resident = Resident::in_turns(input, instance, start, resume).await?;
@@ -164,6 +180,24 @@ pub(super) async fn run_to_end(
         Ok(Err(())) => Ok(1),
         Err(e) => match e.downcast_ref::<I32Exit>() {
             Some(I32Exit(code)) => Ok(*code),
+            None => Err(e),
+        },
+    }
+}
+
+/// Runs `instance`'s `_start` (a reactor's start and its first programs: see
+/// `componentize::reactor`): `None` once it returned or exited 0, else the exit code.
+async fn start_in_place(
+    store: &mut Store<StoreState>,
+    instance: &wasmtime::component::Instance,
+) -> wasmtime::Result<Option<i32>> {
+    let command = wasmtime_wasi::p2::bindings::Command::new(&mut *store, instance)?;
+    match command.wasi_cli_run().call_run(&mut *store).await {
+        Ok(Ok(())) => Ok(None),
+        Ok(Err(())) => Ok(Some(1)),
+        Err(e) => match e.downcast_ref::<I32Exit>() {
+            Some(I32Exit(0)) => Ok(None),
+            Some(I32Exit(code)) => Ok(Some(*code)),
             None => Err(e),
         },
     }
