@@ -418,7 +418,24 @@ const NEW_SOURCES: &[NewSource] = &[
 
 /// Goal 2 of issue 46: C and C++ from new source through MCP and through `runbox run`
 /// (one process), each round beside gcc or g++ `-O2` compiling and running the same text.
+/// `FORGET_FUNCTIONS=1` removes the compiled functions kept for produced programs
+/// (`engine/function_pack.rs`) before every compile, to measure without them.
 async fn new_source(rounds: usize) {
+    let forget = std::env::var_os("FORGET_FUNCTIONS").is_some();
+    let programs = common::cache_dir().join("compiled/programs");
+    let forget_functions = || {
+        if forget {
+            for entry in std::fs::read_dir(&programs).into_iter().flatten().flatten() {
+                if entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("functions-")
+                {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+    };
     let server = McpServer::start(&["--runtimes", "clang,clangpp"]).await;
     header(
         "C and C++ from new source (compile + link + run)",
@@ -441,6 +458,7 @@ async fn new_source(rounds: usize) {
         let (mut mcp, mut cli, mut native) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..=rounds {
             let greeting = |way: &str| format!("hello, world {salt} {way} {round}");
+            forget_functions();
             let started = Instant::now();
             let text = greeting("mcp");
             server
@@ -454,6 +472,7 @@ async fn new_source(rounds: usize) {
             let through_mcp = started.elapsed();
             let file = dir.path().join(format!("prog.{}", source.ext));
             std::fs::write(&file, (source.program)(&greeting("cli"))).unwrap();
+            forget_functions();
             let started = Instant::now();
             let out = Command::new(env!("CARGO_BIN_EXE_runbox"))
                 .env("RUNBOX_CACHE_DIR", common::cache_dir())
