@@ -470,3 +470,11 @@ async fn new_programs_keep_their_compiled_functions_for_the_next() {
         "libc++'s functions are in it: {kept:?}"
     );
 }
+
+/// Programs written for g++ often start with `#include <bits/stdc++.h>`, which libc++ has
+/// not: runbox's sysroot has one (plugins.toml, `[[plugins.clangpp.derived]]`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bits_stdcpp_h_includes_the_whole_standard_library() {
+    let code = "#include <bits/stdc++.h>\nusing namespace std;\nint main() {\n    vector<int> v{3, 1, 2};\n    sort(v.begin(), v.end());\n    map<string, int> m{{\"a\", 1}};\n    cout << v[0] << m[\"a\"] << regex_match(\"123\", regex(\"[0-9]+\")) << bitset<3>(5) << endl;\n}\n";
+    assert_output(&run("clangpp", code).await, 0, "111101\n");
+}
