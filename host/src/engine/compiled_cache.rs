@@ -381,7 +381,7 @@ fn private_dir_problem(meta: &fs::Metadata) -> Option<String> {
 
 /// Why an entry of the cache is not this user's alone: someone else's, or writable by
 /// group or others.
-fn not_ours_alone(meta: &fs::Metadata) -> Option<String> {
+pub(super) fn not_ours_alone(meta: &fs::Metadata) -> Option<String> {
     let me = euid();
     if meta.uid() != me {
         Some(format!(

@@ -167,15 +167,15 @@ impl wasmtime::CacheStore for FunctionPack {
 /// The file at `path` (not followed if a link) when it is a regular file of this user
 /// that neither group nor others can write, as the compiled cache asks of its files.
 fn read_trusted(path: &Path) -> Option<Vec<u8>> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
-    let mine = meta.uid() == rustix::process::geteuid().as_raw();
-    if !meta.is_file() || !mine || meta.mode() & 0o022 != 0 || meta.len() > 2 * MAX_PACK_BYTES {
+    let ours = super::compiled_cache::not_ours_alone(&meta).is_none();
+    if !meta.is_file() || !ours || meta.len() > 2 * MAX_PACK_BYTES {
         return None;
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);

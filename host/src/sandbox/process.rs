@@ -72,7 +72,9 @@ impl process::HostResident for StoreState {
                 // lead and the next text; the rest run as turns.
                 let lead = tool.map_or(0, |t| t.lead.args.len());
                 let start = if lead > 0 {
-                    if let Some(code) = start_in_place(&mut store, &instance).await? {
+                    let command = wasmtime_wasi::p2::bindings::Command::new(&mut store, &instance)?;
+                    let code = exit_code(command.wasi_cli_run().call_run(&mut store).await)?;
+                    if code != 0 {
                         return Err(wasmtime::format_err!(
                             "the interpreter exited with {code} as it started"
                         ));
@@ -175,29 +177,17 @@ pub(super) async fn run_to_end(
         instance.wasi_cli_run().call_run(&mut *store).await
     }
     .await;
+    exit_code(outcome)
+}
+
+/// The exit code of a `wasi:cli/run` call: 0 or 1 as it returned, or what `exit` gave;
+/// any other error (a trap, a broken limit) stays an error.
+fn exit_code(outcome: wasmtime::Result<Result<(), ()>>) -> wasmtime::Result<i32> {
     match outcome {
         Ok(Ok(())) => Ok(0),
         Ok(Err(())) => Ok(1),
         Err(e) => match e.downcast_ref::<I32Exit>() {
             Some(I32Exit(code)) => Ok(*code),
-            None => Err(e),
-        },
-    }
-}
-
-/// Runs `instance`'s `_start` (a reactor's start and its first programs: see
-/// `componentize::reactor`): `None` once it returned or exited 0, else the exit code.
-async fn start_in_place(
-    store: &mut Store<StoreState>,
-    instance: &wasmtime::component::Instance,
-) -> wasmtime::Result<Option<i32>> {
-    let command = wasmtime_wasi::p2::bindings::Command::new(&mut *store, instance)?;
-    match command.wasi_cli_run().call_run(&mut *store).await {
-        Ok(Ok(())) => Ok(None),
-        Ok(Err(())) => Ok(Some(1)),
-        Err(e) => match e.downcast_ref::<I32Exit>() {
-            Some(I32Exit(0)) => Ok(None),
-            Some(I32Exit(code)) => Ok(Some(*code)),
             None => Err(e),
         },
     }
