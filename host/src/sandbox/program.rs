@@ -269,8 +269,12 @@ async fn run_compiler(
     let (status, message) =
         match tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work).await {
             Ok(done) => done,
-            // Dropping `work` drops the child, which kills it.
-            Err(_) => return Err(ChildFailure::Deadline),
+            Err(_) => {
+                // Killed and reaped before the compile slot is given back, so that no more
+                // compilers than there are slots ever live at once.
+                let _ = child.kill().await;
+                return Err(ChildFailure::Deadline);
+            }
         };
     let status = status.map_err(ChildFailure::Start)?;
     use std::os::unix::process::ExitStatusExt;
