@@ -901,8 +901,8 @@ fn a_client_that_goes_away_leaves_nothing_running() {
     std::thread::sleep(Duration::from_millis(500));
     let took = session.go_away();
     // The run is cancelled as the client stops reading, and the process exits with
-    // nothing left to wait for.
-    assert!(took < Duration::from_secs(1), "exit took {took:?}");
+    // nothing left to wait for (not the run's 30 s; room for a loaded machine).
+    assert!(took < Duration::from_secs(5), "exit took {took:?}");
 }
 
 /// `printf '…' | runbox mcp`: stdin ends as soon as the requests are written; every
@@ -1256,8 +1256,9 @@ async fn in_process_cancellation_frees_the_slot_at_once() {
     let out = output(&client.call_tool(quick()).await.unwrap());
     let waited = start.elapsed() - Duration::from_secs_f64(out.duration_ms / 1e3);
     assert_eq!(out.stdout, "1\n");
+    // Not the 30 s the run would have kept the slot; 2 s of room for a loaded machine.
     assert!(
-        waited < idle + Duration::from_millis(100),
+        waited < idle + Duration::from_secs(2),
         "waited {waited:?} for the slot (idle: {idle:?})"
     );
     client.cancel().await.unwrap();
@@ -1498,8 +1499,9 @@ fn initialize_is_answered_while_runtimes_are_prepared() {
     let started = Instant::now();
     let mut session = RawSession::spawn(&mut cmd);
     let initialized = started.elapsed();
+    // Not after the compile: the calls below find quickjs still being prepared.
     assert!(
-        initialized < Duration::from_secs(2),
+        initialized < Duration::from_secs(5),
         "initialize took {initialized:?}"
     );
     session.call(

@@ -128,9 +128,11 @@ async fn busy_loops_time_out_within_a_second_of_the_deadline() {
             "{}: stopped early, {took:?}",
             p.runtime
         );
+        // The run's own time: queueing for a slot of the shared runbox counts in `took`.
+        let ran = out.duration.saturating_sub(out.build_time);
         assert!(
-            took < Duration::from_secs(3),
-            "{}: stopped late, {took:?}",
+            ran < Duration::from_secs(3),
+            "{}: stopped late, {ran:?} ({took:?} in all)",
             p.runtime
         );
     }

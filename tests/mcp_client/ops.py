@@ -49,6 +49,17 @@ def metric(page, name, labels=""):
     return None
 
 
+def eventually(check, seconds=5):
+    """Asks `check` every 50 ms until it returns something true (returned), for at most
+    `seconds`; then the last answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = check()
+        if answer or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
 def exits_within(server, seconds):
     """The server's exit status, which must come within `seconds`."""
     try:
@@ -105,14 +116,9 @@ async def probes_and_metrics():
 
         thread = threading.Thread(target=busy)
         thread.start()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            page = httpx2.get(f"{root}/metrics", headers=auth).text
-            if metric(page, "runbox_runs_in_progress") == 1:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError(f"the run under way never showed: {page}")
+        page = eventually(lambda: (p := httpx2.get(f"{root}/metrics", headers=auth).text)
+                          and metric(p, "runbox_runs_in_progress") == 1 and p)
+        assert page, "the run under way never showed"
         thread.join()
 
         page = httpx2.get(f"{root}/metrics", headers=auth).text
@@ -151,9 +157,8 @@ async def drain_finishes_tasks():
         "code": "import time\nprint('start', flush=True)\ntime.sleep(4)\nprint('done')"})
     task_id = answer["result"]["taskId"]
     server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)
-    ready = httpx2.get(f"{root}/readyz")
-    assert ready.status_code == 503 and ready.text == "draining\n", ready
+    ready = eventually(lambda: (r := httpx2.get(f"{root}/readyz")).status_code == 503 and r)
+    assert ready and ready.text == "draining\n", ready
     assert httpx2.get(f"{root}/healthz").status_code == 200
     page = httpx2.get(f"{root}/metrics").text
     assert metric(page, "runbox_draining") == 1, page
@@ -194,7 +199,10 @@ async def drain_timeout_and_second_signal():
 
         thread = threading.Thread(target=forever)
         thread.start()
-        time.sleep(1)
+        # The run is under way before the signal.
+        root = base(server)
+        assert eventually(lambda: metric(httpx2.get(f"{root}/metrics").text,
+                                         "runbox_runs_in_progress") == 1, 10)
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         if how == "second signal":

