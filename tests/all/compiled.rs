@@ -307,7 +307,10 @@ async fn infinite_loops_time_out() {
     // The run's own time, less the compile's (queueing for a slot of the shared runbox
     // counts in `took`, and the compile has a budget of its own).
     let ran = out.duration.saturating_sub(out.build_time);
-    assert!(ran < Duration::from_secs(4), "stopped late: {ran:?} ({took:?} in all)");
+    assert!(
+        ran < Duration::from_secs(4),
+        "stopped late: {ran:?} ({took:?} in all)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
