@@ -254,7 +254,8 @@ async fn run_compiler(
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(ChildFailure::Start)?;
+    let mut reaped = Reaped(command.spawn().map_err(ChildFailure::Start)?);
+    let child = &mut reaped.0;
     let mut stdin = child.stdin.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
     let work = async {
@@ -269,12 +270,8 @@ async fn run_compiler(
     let (status, message) =
         match tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), work).await {
             Ok(done) => done,
-            Err(_) => {
-                // Killed and reaped before the compile slot is given back, so that no more
-                // compilers than there are slots ever live at once.
-                let _ = child.kill().await;
-                return Err(ChildFailure::Deadline);
-            }
+            // `Reaped` kills the child and waits for it.
+            Err(_) => return Err(ChildFailure::Deadline),
         };
     let status = status.map_err(ChildFailure::Start)?;
     use std::os::unix::process::ExitStatusExt;
@@ -294,6 +291,28 @@ async fn run_compiler(
                 message
             }
         ))),
+    }
+}
+
+/// A compiling child that is killed and reaped when dropped unfinished: at its deadline,
+/// or when the run's future is dropped (the call's deadline passed, or it was
+/// cancelled). Reaped there and then, before the compile slot is given back, so that no
+/// more compilers than there are slots ever live at once (tokio's `kill_on_drop` only
+/// kills, and reaps some time later).
+struct Reaped(tokio::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        let _ = self.0.start_kill();
+        // A killed process is gone within milliseconds; the bound only guards against
+        // a kernel that takes longer (then tokio reaps it later).
+        let until = Instant::now() + std::time::Duration::from_secs(2);
+        while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 }
 
