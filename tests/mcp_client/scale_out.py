@@ -65,7 +65,13 @@ class Balancer:
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", path],
                                      stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.wait_for(lambda s: all(s.get(rid) == "UP" for rid in replicas), "all replicas UP")
+        self.all_up()
+
+    def all_up(self):
+        """Waits until HAProxy sees every replica UP: on a loaded machine a replica's
+        /readyz can miss its 2 s check, and HAProxy rightly sends new work elsewhere
+        until it answers again."""
+        self.wait_for(lambda s: all(s.get(rid) == "UP" for rid in IDS), "all replicas UP")
 
     def command(self, line):
         with socket.socket(socket.AF_UNIX) as s:
@@ -104,6 +110,23 @@ class Balancer:
                 return
             time.sleep(0.1)
         raise AssertionError(f"HAProxy never saw {what}: {self.states()}")
+
+    def events(self):
+        """What HAProxy said besides its request lines: servers going DOWN or UP, and why."""
+        return [line for line in open(self.log) if not line.startswith("127.0.0.1:")]
+
+    async def spread(self, conns, count, make):
+        """`make(conn, i)` (its result's first item a session id) through the balancer
+        until there are `count` sessions and each replica owns one, each made while
+        HAProxy sees every replica UP."""
+        made = []
+        for i in range(3 * count):
+            if len(made) >= count and {owner(m[0]) for m in made} == set(IDS):
+                return made
+            self.all_up()
+            made.append(await make(conns[i % len(conns)], i))
+        raise AssertionError(f"sessions did not spread: {[m[0] for m in made]}; "
+                             f"HAProxy said: {self.events()}")
 
     def close(self):
         self.proc.terminate()
@@ -221,14 +244,14 @@ async def scenario_cluster():
         # every call is balanced on its own.
         async with AsyncExitStack() as stack:
             conns = [await stack.enter_async_context(http_session(lb)) for _ in range(clients)]
-            sessions = []  # (client, session_id)
-            for i in range(6):
-                conn = conns[i % clients]
+
+            async def make(conn, _):
                 sid = await create(conn)
                 assert re.fullmatch(r"r[012]\.[0-9a-f]{32}", sid), sid
-                sessions.append((conn, sid))
-            owners = {owner(sid) for _, sid in sessions}
-            assert owners == set(IDS), f"sessions did not spread: {[s for _, s in sessions]}"
+                return sid, conn
+
+            # (client, session_id)
+            sessions = [(conn, sid) for sid, conn in await balancer.spread(conns, 6, make)]
             for rid, replica in replicas.items():
                 held = metric(replica.url, "runbox_sessions")
                 assert held == sum(owner(s) == rid for _, s in sessions), (rid, held)
@@ -251,6 +274,7 @@ async def scenario_cluster():
             before = {rid: metric(r.url, "runbox_runs_total") for rid, r in replicas.items()}
             for i in range(12):
                 conn = conns[i % clients]
+                balancer.all_up()
                 await check_output(conn, f"print({i} * 2)", f"{i * 2}\n")
             spread = {rid: metric(r.url, "runbox_runs_total") - before[rid]
                       for rid, r in replicas.items()}
@@ -386,14 +410,14 @@ async def scenario_durable():
         clients = 6 if CLIENT == "legacy" else 1
         async with AsyncExitStack() as stack:
             conns = [await stack.enter_async_context(http_session(lb)) for _ in range(clients)]
-            sessions = []
-            for i in range(6):
-                conn = conns[i % clients]
+
+            async def make(conn, i):
                 sid = await create(conn)
                 result = await run(conn, f"import random\nx = {i}\nr = random.random()\nprint(r)", sid)
                 assert not result.is_error, text_of(result)
-                sessions.append((sid, i, result.structured_content["stdout"]))
-            assert {owner(s) for s, _, _ in sessions} == set(IDS), sessions
+                return sid, i, result.structured_content["stdout"]
+
+            sessions = await balancer.spread(conns, 6, make)
         drained = owner(sessions[0][0])
         replicas[drained].proc.send_signal(signal.SIGTERM)
         assert replicas[drained].proc.wait(timeout=60) == 0, replicas[drained].proc.returncode
