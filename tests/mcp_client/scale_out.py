@@ -301,14 +301,20 @@ async def scenario_cluster():
 
             async def slow():
                 long_call["result"] = await run(
-                    conn, "import time\ntime.sleep(8)\nprint('still', x)", sid)
+                    conn, "import time\ntime.sleep(15)\nprint('still', x)", sid)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(slow)
                 await anyio.sleep(1)
                 proc.send_signal(signal.SIGTERM)
-                await anyio.sleep(0.3)
-                ready = httpx2.get(f"{base}/readyz", timeout=5)
+                # (The 15 s call outlasts what follows on a loaded machine: the draining
+                # replica must still be there for the last check.)
+                deadline = time.monotonic() + 5
+                while True:
+                    ready = httpx2.get(f"{base}/readyz", timeout=5)
+                    if ready.status_code == 503 or time.monotonic() > deadline:
+                        break
+                    await anyio.sleep(0.1)
                 assert ready.status_code == 503 and "draining" in ready.text, ready.text
                 balancer.wait_for(lambda s: s.get(drained) != "UP", f"{drained} out of rotation")
                 # New sessions go elsewhere, and nothing fails meanwhile.
