@@ -326,6 +326,17 @@ def stateless_request(method, params, request_id=1, tasks=True, client="raw"):
     return message, headers
 
 
+def eventually(check, seconds=5):
+    """Asks `check` every 50 ms until it returns something true (returned), for at most
+    `seconds`; then the last answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = check()
+        if answer or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
 def text_of(result):
     return "\n".join(c.text for c in result.content if c.type == "text")
 

@@ -12,7 +12,7 @@ import time
 
 import httpx2
 
-from harness import HttpServer, main, stateless_request
+from harness import HttpServer, eventually, main, stateless_request
 
 TOKEN = "t" * 40
 
@@ -47,17 +47,6 @@ def metric(page, name, labels=""):
         if m and m.group(1) == name and (m.group(2) or "") == labels:
             return float(m.group(3))
     return None
-
-
-def eventually(check, seconds=5):
-    """Asks `check` every 50 ms until it returns something true (returned), for at most
-    `seconds`; then the last answer."""
-    deadline = time.monotonic() + seconds
-    while True:
-        answer = check()
-        if answer or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.05)
 
 
 def exits_within(server, seconds):

@@ -339,7 +339,6 @@ async def serialized():
         assert serial >= 1.2, serial
 
         results.clear()
-        start = time.monotonic()
         async with anyio.create_task_group() as tg:
             tg.start_soon(one, "a", a)
             tg.start_soon(one, "b", b)
